@@ -1,0 +1,36 @@
+# The two commands of the README. Each sets the project up first (idempotent), offline-safe:
+#   make demo   run the default pipeline on the embedded model and bots
+#   make test   run the test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed-stamp
+# torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: setup demo test clean-results
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+demo: setup
+	@test -d .dvc || $(BIN)/dvc init --quiet
+	PATH="$(BIN):$$PATH" $(BIN)/dvc repro
+	@echo
+	@echo "Results are under $(CURDIR)/results/:"
+	@echo "  results/roster/check.parquet   who answered (reachable, latency_s, cost_usd)"
+	@echo "  results/roster/metrics.json    the same as DVC metrics (dvc metrics show)"
+	@echo "  results/roster/calls.parquet   every model call (tokens, cost, cache hits)"
+
+test: setup
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
+
+clean-results:
+	rm -rf results/*/ .snakemake

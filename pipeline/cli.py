@@ -1,0 +1,106 @@
+"""`python -m pipeline ...`: the commands Snakemake rules call and users run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.core.params import ParamsError
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from pipeline.core.llm import Gateway
+    from pipeline.core.roster import ModelsParams, RosterEntry, load_models
+
+    models = load_models(args.params)
+    try:
+        entry = models.entry(args.model)
+    except KeyError:
+        if "/" not in args.model:
+            raise ParamsError(
+                f"{args.model!r} is neither a roster name in {args.params} nor a litellm model "
+                "string such as openai/gpt-4o-mini or local/gemma-3-270m"
+            ) from None
+        entry = RosterEntry(name="ask", model=args.model)
+        models = ModelsParams(roster=[entry], providers=models.providers, gateway=models.gateway)
+    if entry.is_bot:
+        raise ParamsError(f"{args.model!r} is a bot; `ask` talks to language models")
+    gateway = Gateway(models, job="ask", read_cache=args.cached)
+    completion = gateway.complete_sync(
+        entry,
+        [{"role": "user", "content": args.prompt}],
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+    )
+    if args.json:
+        print(json.dumps({
+            "model": entry.model, "text": completion.text, "tokens_in": completion.tokens_in,
+            "tokens_out": completion.tokens_out, "cost_usd": completion.cost_usd,
+            "latency_s": round(completion.latency_s, 3), "cache_hit": completion.cache_hit,
+        }))
+    else:
+        print(completion.text)
+    return 0
+
+
+def _cmd_roster_check(args: argparse.Namespace) -> int:
+    from pipeline.core.llm import Gateway
+    from pipeline.core.roster import load_models
+    from pipeline.roster.check import JOB, run_roster_check
+
+    models = load_models(args.params)
+    table = run_roster_check(models, args.out, Gateway(models, job=JOB))
+    for row in table.iter_rows(named=True):
+        status = "ok " if row["reachable"] else "FAIL"
+        detail = repr(row["reply"][:40]) if row["reachable"] else row["error"]
+        print(f"[{status}] {row['name']:<24} {row['latency_s']:6.2f}s  {detail}", file=sys.stderr)
+    unreachable = table.filter(~table["reachable"]).height
+    if unreachable:
+        print(f"{unreachable} roster entr{'y' if unreachable == 1 else 'ies'} unreachable; "
+              f"see {Path(args.out) / 'check.parquet'}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline",
+        description="Tournament pipeline: rank language models by the games they play.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and retries")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    ask = commands.add_parser("ask", help="send one prompt to a model through the gateway and print the reply")
+    ask.add_argument("model", help="a roster name from params/models.yaml or a litellm model string")
+    ask.add_argument("prompt")
+    ask.add_argument("--params", default="params/models.yaml")
+    ask.add_argument("--max-tokens", type=int, default=None)
+    ask.add_argument("--temperature", type=float, default=None)
+    ask.add_argument("--seed", type=int, default=0)
+    ask.add_argument("--cached", action="store_true", help="answer from the response cache when possible")
+    ask.add_argument("--json", action="store_true", help="print text, tokens, cost and latency as JSON")
+    ask.set_defaults(func=_cmd_ask)
+
+    roster = commands.add_parser("roster", help="roster stage commands")
+    roster_commands = roster.add_subparsers(dest="roster_command", metavar="SUBCOMMAND", required=True)
+    check = roster_commands.add_parser("check", help="ask every roster entry a small question; write results")
+    check.add_argument("--params", default="params/models.yaml")
+    check.add_argument("--out", default="results/roster")
+    check.set_defaults(func=_cmd_roster_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from pipeline.core.llm import GatewayError
+
+    try:
+        return int(args.func(args) or 0)
+    except (ParamsError, GatewayError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

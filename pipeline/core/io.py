@@ -1,0 +1,71 @@
+"""Atomic file writes, content ids and deterministic seeds shared by every stage.
+
+Every artifact is written to a temporary file in the same directory and renamed into place,
+so a process killed mid-write never leaves a partial file that a rerun would take as done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import polars as pl
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace variance: the input of every content id."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def content_id(obj: Any, length: int = 16) -> str:
+    """Hex sha256 prefix of the canonical JSON of `obj`."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:length]
+
+
+def seed_from(*parts: Any) -> int:
+    """A 63-bit seed derived from content: the same job always draws the same numbers."""
+    digest = hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temp file beside `path`; on clean exit fsync and rename it over `path`."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    binary = "b" in mode
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_open(path, "w") as handle:
+        handle.write(text)
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    """Pretty, key-sorted JSON so the same object always gives the same bytes."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_parquet_atomic(path: str | os.PathLike[str], frame: pl.DataFrame) -> None:
+    # statistics off and a fixed compression keep the bytes a function of the data alone
+    with atomic_open(path, "wb") as handle:
+        frame.write_parquet(handle, compression="zstd", statistics=False)

@@ -1,0 +1,493 @@
+"""The model gateway: every model call of every benchmark goes through here.
+
+litellm speaks to every provider (the embedded model included, as the custom provider `local/`).
+Around it the gateway adds what a tournament needs: a disk cache so a rerun never pays twice,
+retries with backoff for transport errors (which never count as a move), per-provider
+concurrency and requests-per-minute limits, and a calls table recording every attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import litellm
+import polars as pl
+
+from pipeline.core.io import atomic_open, content_id
+from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
+
+log = logging.getLogger(__name__)
+
+litellm.suppress_debug_info = True
+# Providers that reject a parameter (seed, top_p...) get it dropped instead of failing the game.
+litellm.drop_params = True
+
+Message = Mapping[str, str]
+
+#: error kinds written to the calls table
+TRANSPORT_KINDS = ("timeout", "rate_limit", "server", "connection")
+ERROR_KINDS = (*TRANSPORT_KINDS, "auth", "bad_request", "empty")
+
+
+class GatewayError(RuntimeError):
+    """A model call that cannot succeed; the message names the roster entry."""
+
+
+class AuthError(GatewayError):
+    """Missing or rejected credentials: never retried, stops the run."""
+
+
+class TransportError(GatewayError):
+    """Retries exhausted on timeouts, 429s or 5xx; a rerun resumes from the cache."""
+
+
+class RequestError(GatewayError):
+    """The provider rejected the request itself (bad parameters, context too long)."""
+
+
+def classify_error(exc: BaseException) -> str:
+    """Map a litellm exception to an error kind of the calls table."""
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        return "auth"
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limit"
+    if isinstance(
+        exc,
+        (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError),
+    ):
+        return "server"
+    if isinstance(exc, litellm.APIConnectionError):
+        return "connection"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        if status in (401, 403):
+            return "auth"
+        if status == 429:
+            return "rate_limit"
+        if status == 408:
+            return "timeout"
+        if status >= 500:
+            return "server"
+    return "bad_request"
+
+
+def key_env_names(model: str) -> list[str]:
+    """The environment variables litellm reads a key from for `model` (e.g. OPENAI_API_KEY)."""
+    # validate_environment lists only missing variables, so ask it with the keys hidden.
+    with mock.patch.dict(os.environ, {}, clear=True):
+        missing = litellm.validate_environment(model=model).get("missing_keys", [])
+    names = [k for k in missing if "KEY" in k or "TOKEN" in k]
+    return names or [f"{model.split('/', 1)[0].upper()}_API_KEY"]
+
+
+def auth_message(entry: RosterEntry, variables: Sequence[str], detail: str = "") -> str:
+    names = " or ".join(variables)
+    text = (
+        f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate: "
+        f"set the environment variable {names} (export {variables[0]}=...) and rerun"
+    )
+    return f"{text}. Provider said: {detail}" if detail else text
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the top alternatives (natural log)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    latency_s: float
+    cache_hit: bool
+    request_id: str
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    # seconds the provider took when it answered (equal to latency_s unless from the cache)
+    answer_latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    job: str
+    roster_name: str
+    model: str
+    request_id: str
+    attempt: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    latency_s: float
+    cache_hit: bool
+    error_kind: str | None
+
+
+class ResponseCache:
+    """Completed responses on disk, one JSON file per request key.
+
+    Each entry is written to a temp file and renamed into place, so several processes can write at
+    once (the same key always holds an equivalent answer) and a kill mid-write leaves only a stray
+    temp file, never a corrupt entry.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self.path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            log.warning("ignoring unreadable cache entry %s", path)
+            return None
+        return entry if entry.get("key") == key else None
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        with atomic_open(self.path(key), "w") as handle:
+            handle.write(json.dumps({**entry, "key": key}, sort_keys=True, ensure_ascii=False))
+
+
+def request_key(
+    model: str, messages: Sequence[Message], params: Mapping[str, Any], seed: int | None, sample_index: int
+) -> str:
+    """sha256 of everything that decides a reply; keys and secrets are never part of it."""
+    payload = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "params": dict(params),
+        "seed": seed,
+        "sample_index": sample_index,
+    }
+    return content_id(payload, length=64)
+
+
+class RateLimiter:
+    """Spaces request starts at least 60/rpm seconds apart (per provider, per process)."""
+
+    def __init__(self, rpm: float) -> None:
+        self.interval = 60.0 / rpm if rpm > 0 else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class _ProviderGate:
+    semaphore: asyncio.Semaphore
+    limiter: RateLimiter
+
+
+@dataclass
+class CallLog:
+    """Rows of the calls table for one job; bots write here too (cost 0)."""
+
+    job: str
+    rows: list[CallRecord] = field(default_factory=list)
+
+    def add(self, record: CallRecord) -> None:
+        self.rows.append(record)
+
+    def frame(self) -> pl.DataFrame:
+        from pipeline.core.schemas import CallsSchema, calls_frame
+
+        return CallsSchema.validate(calls_frame([asdict(r) for r in self.rows]))
+
+
+def _usage(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+def _cost(response: Any, entry: RosterEntry) -> float | None:
+    if entry.provider == "local":
+        return 0.0
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
+        return None  # unknown price: null, never a made-up 0
+
+
+def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if content is None and isinstance(getattr(choice, "logprobs", None), dict):
+        content = choice.logprobs.get("content")
+    if not content:
+        return None
+    rows = []
+    for item in content:
+        get = item.get if isinstance(item, dict) else lambda k, _i=item: getattr(_i, k, None)
+        tops = get("top_logprobs") or []
+        rows.append(
+            {
+                "token": get("token"),
+                "logprob": float(get("logprob")),
+                "top": [
+                    [t["token"] if isinstance(t, dict) else t.token,
+                     float(t["logprob"] if isinstance(t, dict) else t.logprob)]
+                    for t in tops
+                ],
+            }
+        )
+    return rows
+
+
+def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) -> Completion:
+    lps = entry.get("logprobs")
+    return Completion(
+        text=entry["text"],
+        finish_reason=entry.get("finish_reason") or "stop",
+        tokens_in=entry.get("tokens_in", 0),
+        tokens_out=entry.get("tokens_out", 0),
+        cost_usd=0.0 if cache_hit else entry.get("cost_usd"),
+        latency_s=latency_s,
+        cache_hit=cache_hit,
+        request_id=entry["key"][:16],
+        answer_latency_s=float(entry.get("latency_s", latency_s)),
+        logprobs=None
+        if lps is None
+        else tuple(TokenLogprob(r["token"], r["logprob"], tuple(map(tuple, r["top"]))) for r in lps),
+    )
+
+
+class Gateway:
+    """Sends chat requests for roster entries through litellm, with cache, limits and retries."""
+
+    def __init__(
+        self,
+        models: ModelsParams,
+        *,
+        job: str = "",
+        cache_dir: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] = ".",
+        read_cache: bool = True,
+    ) -> None:
+        self.models = models
+        self.settings: GatewaySettings = models.gateway
+        directory = Path(cache_dir) if cache_dir is not None else Path(root) / self.settings.cache_dir
+        self.cache = ResponseCache(directory)
+        self.read_cache = read_cache  # False: always ask the provider (answers are still stored)
+        self.log = CallLog(job=job)
+        self._gates: dict[tuple[int, str], _ProviderGate] = {}
+        self._checked: set[str] = set()
+        # jitter only spreads retries in time; it never touches what is asked or answered
+        self._jitter = random.Random(0)
+        from pipeline.core.local import register_local_provider
+
+        register_local_provider()
+
+    # -- limits -----------------------------------------------------------------
+    def _gate(self, provider: str) -> _ProviderGate:
+        loop_key = (id(asyncio.get_running_loop()), provider)
+        gate = self._gates.get(loop_key)
+        if gate is None:
+            limits: ProviderLimits = self.models.limits_for(provider)
+            gate = _ProviderGate(asyncio.Semaphore(limits.max_concurrency), RateLimiter(limits.rpm))
+            self._gates[loop_key] = gate
+        return gate
+
+    def _preflight(self, entry: RosterEntry) -> dict[str, Any]:
+        """Fail fast, before any request, when the entry's key is not in the environment."""
+        kwargs: dict[str, Any] = {}
+        if entry.api_key_env:
+            value = os.environ.get(entry.api_key_env)
+            if not value:
+                raise AuthError(auth_message(entry, [entry.api_key_env]))
+            kwargs["api_key"] = value
+        elif entry.name not in self._checked and entry.provider != "local" and "mock_response" not in entry.extra:
+            missing = litellm.validate_environment(model=entry.model).get("missing_keys", [])
+            keys = [k for k in missing if "KEY" in k or "TOKEN" in k]
+            if keys:
+                raise AuthError(auth_message(entry, keys))
+        self._checked.add(entry.name)
+        return kwargs
+
+    # -- the call -----------------------------------------------------------------
+    async def complete(
+        self,
+        entry: RosterEntry,
+        messages: Sequence[Message],
+        *,
+        seed: int | None = None,
+        sample_index: int = 0,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        top_logprobs: int | None = None,
+    ) -> Completion:
+        """One chat completion for `entry`, from the cache when this exact request was answered."""
+        if entry.is_bot:
+            raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
+        assert entry.model is not None
+        params: dict[str, Any] = {
+            "temperature": entry.sampling.temperature if temperature is None else temperature,
+            "top_p": entry.sampling.top_p,
+            "max_tokens": entry.sampling.max_tokens if max_tokens is None else max_tokens,
+        }
+        if stop:
+            params["stop"] = list(stop)
+        if top_logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = int(top_logprobs)
+        key_params = {**params, **entry.extra}
+        key = request_key(entry.model, messages, key_params, seed, sample_index)
+
+        started = time.monotonic()
+        cached = self.cache.get(key) if self.read_cache else None
+        if cached is not None:
+            completion = _to_completion(cached, cache_hit=True, latency_s=time.monotonic() - started)
+            self._record(entry, completion.request_id, 0, completion, None)
+            return completion
+
+        auth_kwargs = self._preflight(entry)
+        if entry.provider == "local":
+            # load outside the timed call so latency_s measures answering, not loading
+            from pipeline.core.local import local_model
+
+            try:
+                await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
+            except litellm.BadRequestError as exc:
+                raise RequestError(f"roster entry {entry.name!r}: {_short(exc)}") from None
+        gate = self._gate(entry.provider)
+        attempt = 0
+        while True:
+            attempt += 1
+            async with gate.semaphore:
+                await gate.limiter.wait()
+                started = time.monotonic()
+                try:
+                    response = await litellm.acompletion(
+                        model=entry.model,
+                        messages=[dict(m) for m in messages],
+                        seed=seed,
+                        timeout=self.settings.timeout_s,
+                        num_retries=0,
+                        **params,
+                        **entry.extra,
+                        **auth_kwargs,
+                    )
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    latency = time.monotonic() - started
+                    kind = classify_error(exc)
+                    self._record_error(entry, key, attempt, latency, kind)
+                    if kind == "auth":
+                        variables = [entry.api_key_env] if entry.api_key_env else key_env_names(entry.model)
+                        raise AuthError(auth_message(entry, variables, _short(exc))) from None
+                    if kind not in TRANSPORT_KINDS:
+                        raise RequestError(
+                            f"roster entry {entry.name!r} (model {entry.model}): request rejected: {_short(exc)}"
+                        ) from None
+                    if attempt > self.settings.retries:
+                        raise TransportError(
+                            f"roster entry {entry.name!r} (model {entry.model}): gave up after "
+                            f"{attempt} attempts, last error {kind}: {_short(exc)}. Rerun to resume; "
+                            "answered requests come from the cache."
+                        ) from None
+                    delay = self._backoff(attempt)
+                else:
+                    latency = time.monotonic() - started
+                    break
+            log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
+            await asyncio.sleep(delay)
+
+        choice = response.choices[0]
+        text = getattr(choice.message, "content", None) or ""
+        tokens_in, tokens_out = _usage(response)
+        stored = {
+            "model": entry.model,
+            "text": text,
+            "finish_reason": getattr(choice, "finish_reason", None) or "stop",
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": _cost(response, entry),
+            "logprobs": _logprobs(choice) if top_logprobs else None,
+            "latency_s": latency,
+        }
+        self.cache.put(key, stored)
+        completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
+        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty")
+        return completion
+
+    def _backoff(self, attempt: int) -> float:
+        base = self.settings.backoff_base_s * (2 ** (attempt - 1))
+        return min(self.settings.backoff_max_s, base) * (0.5 + 0.5 * self._jitter.random())
+
+    def _record(
+        self, entry: RosterEntry, request_id: str, attempt: int, c: Completion, kind: str | None
+    ) -> None:
+        self.log.add(
+            CallRecord(
+                job=self.log.job,
+                roster_name=entry.name,
+                model=entry.model_string,
+                request_id=request_id,
+                attempt=attempt,
+                tokens_in=c.tokens_in,
+                tokens_out=c.tokens_out,
+                cost_usd=c.cost_usd,
+                latency_s=c.latency_s,
+                cache_hit=c.cache_hit,
+                error_kind=kind,
+            )
+        )
+
+    def _record_error(self, entry: RosterEntry, key: str, attempt: int, latency: float, kind: str) -> None:
+        self.log.add(
+            CallRecord(self.log.job, entry.name, entry.model_string, key[:16], attempt, 0, 0, 0.0, latency, False, kind)
+        )
+
+    def record_bot(self, entry: RosterEntry, request_id: str, latency_s: float) -> None:
+        """Bots answer without a provider; they still appear in the calls table at zero cost."""
+        self.log.add(
+            CallRecord(self.log.job, entry.name, entry.model_string, request_id, 1, 0, 0, 0.0, latency_s, False, None)
+        )
+
+    def calls_frame(self) -> pl.DataFrame:
+        return self.log.frame()
+
+    def write_calls(self, path: str | os.PathLike[str]) -> None:
+        from pipeline.core.schemas import write_table, CallsSchema
+
+        write_table(path, self.calls_frame(), CallsSchema)
+
+    def complete_sync(self, entry: RosterEntry, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        return asyncio.run(self.complete(entry, messages, **kwargs))
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+

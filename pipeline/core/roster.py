@@ -1,0 +1,133 @@
+"""The model roster (`params/models.yaml`): who plays, through which provider, with what limits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pipeline.core.params import load_params
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Keys that carry secrets must come from the environment, never from a params file.
+SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sampling(Strict):
+    temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature in [0, 2]; 0 is greedy")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus mass in (0, 1]")
+    max_tokens: int = Field(256, ge=1, le=65536, description="a positive integer: the reply length cap in tokens")
+
+
+class RosterEntry(Strict):
+    name: str = Field(description="a unique name (letters, digits, . _ -), used in every table and path")
+    model: str | None = Field(None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/gemma-3-270m")
+    bot: str | None = Field(None, description="a scripted bot, e.g. `random`")
+    bot_options: dict[str, Any] = Field(default_factory=dict, description="options of the bot, e.g. {accuracy: 0.7}")
+    sampling: Sampling = Field(default_factory=Sampling, description="temperature, top_p, max_tokens")
+    api_key_env: str | None = Field(None, description="name of the environment variable holding this entry's key (default: the provider's usual one)")
+    extra: dict[str, Any] = Field(default_factory=dict, description="extra litellm arguments such as api_base; never secrets")
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"name {value!r} must match {NAME_PATTERN.pattern} (it becomes part of file paths)")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_ok(cls, value: str | None) -> str | None:
+        if value is not None and "/" not in value:
+            raise ValueError(
+                f"model {value!r} needs a provider prefix, e.g. openai/{value} or anthropic/{value}"
+            )
+        return value
+
+    @field_validator("extra")
+    @classmethod
+    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        leaked = sorted(k for k in value if k.lower() in SECRET_KEYS)
+        if leaked:
+            raise ValueError(
+                f"{', '.join(leaked)} must not be written in params: set an environment variable "
+                "and name it with api_key_env"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _model_xor_bot(self) -> RosterEntry:
+        if (self.model is None) == (self.bot is None):
+            raise ValueError(
+                f"roster entry {self.name!r} needs exactly one of `model: provider/name` "
+                "(a language model) or `bot: random` (a scripted player)"
+            )
+        return self
+
+    @property
+    def is_bot(self) -> bool:
+        return self.bot is not None
+
+    @property
+    def provider(self) -> str:
+        return "bot" if self.model is None else self.model.split("/", 1)[0]
+
+    @property
+    def model_string(self) -> str:
+        return self.model if self.model is not None else f"bot/{self.bot}"
+
+
+class ProviderLimits(Strict):
+    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once")
+    rpm: float = Field(0, ge=0, description="requests per minute; 0 means unlimited")
+
+
+class GatewaySettings(Strict):
+    retries: int = Field(5, ge=0, le=50, description="how many times a transport error (timeout, 429, 5xx) is retried")
+    backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
+    backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
+    timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
+    cache_dir: str = Field(".cache/responses", description="directory of the response cache (relative to the project root)")
+
+
+class CheckSettings(Strict):
+    prompt: str = Field("Reply with one word: ready", description="the question the roster stage asks every entry")
+    max_tokens: int = Field(8, ge=1, description="reply length cap of the roster check")
+
+
+class ModelsParams(Strict):
+    roster: list[RosterEntry] = Field(min_length=1, description="a list of roster entries (name + model or bot)")
+    providers: dict[str, ProviderLimits] = Field(
+        default_factory=dict, description="per provider prefix (openai, local, ...) or `default`: max_concurrency and rpm"
+    )
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="retries, backoff, timeout, cache_dir")
+    check: CheckSettings = Field(default_factory=CheckSettings, description="the roster stage's question")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ModelsParams:
+        seen: set[str] = set()
+        for entry in self.roster:
+            if entry.name in seen:
+                raise ValueError(f"roster name {entry.name!r} appears twice; names must be unique")
+            seen.add(entry.name)
+        return self
+
+    def entry(self, name: str) -> RosterEntry:
+        for entry in self.roster:
+            if entry.name == name:
+                return entry
+        known = ", ".join(e.name for e in self.roster)
+        raise KeyError(f"no roster entry named {name!r} (known: {known})")
+
+    def limits_for(self, provider: str) -> ProviderLimits:
+        return self.providers.get(provider) or self.providers.get("default") or ProviderLimits()
+
+
+def load_models(path: str | Path = "params/models.yaml") -> ModelsParams:
+    return load_params(ModelsParams, path)

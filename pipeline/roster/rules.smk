@@ -1,0 +1,19 @@
+# Roster stage: one small question to every roster entry; tells who is reachable before games spend.
+
+
+rule roster_check:
+    input:
+        params="params/models.yaml",
+    output:
+        check="results/roster/check.parquet",
+        calls="results/roster/calls.parquet",
+        metrics="results/roster/metrics.json",
+    log:
+        "results/roster/logs/check.log",
+    shell:
+        "{PYTHON} -m pipeline roster check --params {input.params} --out results/roster 2> {log}"
+
+
+rule roster_all:
+    input:
+        rules.roster_check.output,

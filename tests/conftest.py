@@ -1,0 +1,85 @@
+"""Shared fixtures: temp project copies, roster builders, a scripted fake provider for litellm."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import litellm
+import pytest
+import yaml
+
+import pipeline  # noqa: F401  (sets the offline environment before litellm is used)
+from pipeline.core.roster import ModelsParams
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def models_params(roster: list[dict[str, Any]], **extra: Any) -> ModelsParams:
+    data: dict[str, Any] = {"roster": roster, "gateway": {"backoff_base_s": 0.0, "backoff_max_s": 0.0}}
+    for key, value in extra.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    return ModelsParams.model_validate(data)
+
+
+class ScriptedProvider(litellm.CustomLLM):
+    """A provider at litellm's boundary: answers or raises from a script, counting calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.script: list[Any] = []
+        self.default: Any = "ok"
+        self.calls: list[dict[str, Any]] = []
+        self.hook: Callable[[], None] | None = None
+
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
+        self.calls.append({"model": model, "messages": messages, "optional_params": kwargs.get("optional_params")})
+        if self.hook:
+            self.hook()
+        step = self.script.pop(0) if self.script else self.default
+        if isinstance(step, BaseException):
+            raise step
+        return litellm.ModelResponse(
+            model=f"fake/{model}",
+            choices=[{"index": 0, "message": {"role": "assistant", "content": step}, "finish_reason": "stop"}],
+            usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+        )
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
+        return self.completion(*args, **kwargs)
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[ScriptedProvider]:
+    provider = ScriptedProvider()
+    saved = list(litellm.custom_provider_map)
+    litellm.custom_provider_map = [*saved, {"provider": "fake", "custom_handler": provider}]
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+    yield provider
+    litellm.custom_provider_map = saved
+    custom_llm_setup()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the project's workflow files in a temp dir (the package runs from its install)."""
+    for name in ("Snakefile", "dvc.yaml", ".dvcignore"):
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "params", tmp_path / "params")
+    shutil.copytree(REPO / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def write_roster(project_dir: Path, roster: list[dict[str, Any]], **extra: Any) -> Path:
+    path = project_dir / "params" / "models.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["roster"] = roster
+    data.update(extra)
+    data.setdefault("gateway", {})["cache_dir"] = str(project_dir / ".cache" / "responses")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

@@ -1,0 +1,115 @@
+"""The roster stage end to end: real Snakemake (Python API), real DVC, real CLI, no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.core.schemas import CallsSchema, RosterCheckSchema, read_table
+from tests.conftest import REPO, write_roster
+
+pytestmark = pytest.mark.slow
+SECRET = "sk-test-DO-NOT-LEAK-8f3a1c"
+FAST_ROSTER = [
+    {"name": "random-bot", "bot": "random"},
+    # an API model answered at litellm's provider boundary, with a (fake) key in the environment
+    {"name": "gpt-mini", "model": "openai/gpt-4o-mini", "extra": {"mock_response": "ready"}},
+    {"name": "no-key", "model": "anthropic/claude-3-5-haiku-20241022"},
+]
+
+
+def run_snakemake(workdir: Path, targets: set[str]) -> None:
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import RerunTrigger
+    from snakemake.settings.types import DAGSettings, OutputSettings, ResourceSettings
+
+    with SnakemakeApi(OutputSettings()) as api:
+        workflow = api.workflow(
+            resource_settings=ResourceSettings(cores=2),
+            snakefile=workdir / "Snakefile",
+            workdir=workdir,
+        )
+        dag = workflow.dag(
+            dag_settings=DAGSettings(
+                targets=targets,
+                rerun_triggers=frozenset(
+                    {RerunTrigger.CODE, RerunTrigger.INPUT, RerunTrigger.PARAMS, RerunTrigger.SOFTWARE_ENV}
+                ),
+            )
+        )
+        dag.execute_workflow(executor="local")
+
+
+@pytest.fixture
+def env_with_secret(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def test_roster_stage_through_the_snakemake_api(project: Path, env_with_secret) -> None:
+    write_roster(project, FAST_ROSTER)
+    cwd = os.getcwd()
+    try:
+        run_snakemake(project, {"roster_all"})
+    finally:
+        os.chdir(cwd)
+    check = read_table(project / "results/roster/check.parquet", RosterCheckSchema)
+    rows = {r["name"]: r for r in check.iter_rows(named=True)}
+    assert rows["random-bot"]["reachable"] and rows["random-bot"]["kind"] == "bot"
+    assert rows["gpt-mini"]["reachable"] and rows["gpt-mini"]["reply"] == "ready"
+    assert rows["gpt-mini"]["cost_usd"] > 0
+    assert not rows["no-key"]["reachable"] and "ANTHROPIC_API_KEY" in rows["no-key"]["error"]
+    metrics = json.loads((project / "results/roster/metrics.json").read_text())
+    assert metrics["gpt-mini"]["reachable"] is True and metrics["no-key"]["reachable"] is False
+    calls = read_table(project / "results/roster/calls.parquet", CallsSchema)
+    assert set(calls["roster_name"]) == {"random-bot", "gpt-mini"}  # no-key never sent a request
+
+    # the key was in the environment the whole time: it must be in no artifact
+    for file in [*project.joinpath("results").rglob("*"), *project.joinpath(".cache").rglob("*")]:
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+
+
+def test_dvc_repro_runs_the_stage_once_then_is_up_to_date(project: Path, env_with_secret) -> None:
+    write_roster(project, FAST_ROSTER[:2])
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def sh(*cmd: str) -> str:
+        done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    sh("git", "init", "-q")
+    sh("dvc", "init", "-q")
+    first = sh("dvc", "repro")
+    assert "roster_check" in first
+    stamp = (project / "results/roster/check.parquet").stat().st_mtime_ns
+    second = sh("dvc", "repro")
+    assert "didn't change, skipping" in second or "up to date" in second
+    assert (project / "results/roster/check.parquet").stat().st_mtime_ns == stamp
+    shown = json.loads(sh("dvc", "metrics", "show", "--json"))
+    assert shown, "dvc metrics show found no metrics"
+    assert (project / "dvc.lock").exists()
+    for file in project.joinpath("results").rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+
+
+def test_cli_help_and_ask(tmp_path: Path, env_with_secret) -> None:
+    run = lambda *a: subprocess.run([sys.executable, "-m", "pipeline", *a], cwd=REPO, capture_output=True, text=True, timeout=300)  # noqa: E731
+    help_text = run("--help").stdout
+    assert "ask" in help_text and "roster" in help_text
+    asked = run("ask", "local/gemma-3-270m", "Say hello.", "--max-tokens", "5", "--temperature", "0", "--json")
+    assert asked.returncode == 0, asked.stderr
+    reply = json.loads(asked.stdout)
+    assert reply["model"] == "local/gemma-3-270m" and reply["tokens_out"] >= 1 and reply["cost_usd"] == 0.0
+    missing = run("ask", "anthropic/claude-3-5-haiku-20241022", "hi")
+    assert missing.returncode == 2 and "ANTHROPIC_API_KEY" in missing.stderr
+    unknown = run("ask", "nonsense", "hi")
+    assert unknown.returncode == 2 and "neither a roster name" in unknown.stderr
