@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
+import pkgutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from pipeline.core.params import ParamsError
 
@@ -48,22 +51,15 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_roster_check(args: argparse.Namespace) -> int:
-    from pipeline.core.llm import Gateway
-    from pipeline.core.roster import load_models
-    from pipeline.roster.check import JOB, run_roster_check
+def command_modules() -> list[ModuleType]:
+    """The `cli` modules of the package's rooms, in name order."""
+    import pipeline
 
-    models = load_models(args.params)
-    table = run_roster_check(models, args.out, Gateway(models, job=JOB))
-    for row in table.iter_rows(named=True):
-        status = "ok " if row["reachable"] else "FAIL"
-        detail = repr(row["reply"][:40]) if row["reachable"] else row["error"]
-        print(f"[{status}] {row['name']:<24} {row['latency_s']:6.2f}s  {detail}", file=sys.stderr)
-    unreachable = table.filter(~table["reachable"]).height
-    if unreachable:
-        print(f"{unreachable} roster entr{'y' if unreachable == 1 else 'ies'} unreachable; "
-              f"see {Path(args.out) / 'check.parquet'}", file=sys.stderr)
-    return 0
+    found = []
+    for info in sorted(pkgutil.iter_modules(pipeline.__path__), key=lambda i: i.name):
+        if info.ispkg and (Path(pipeline.__path__[0]) / info.name / "cli.py").exists():
+            found.append(importlib.import_module(f"pipeline.{info.name}.cli"))
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,12 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print text, tokens, cost and latency as JSON")
     ask.set_defaults(func=_cmd_ask)
 
-    roster = commands.add_parser("roster", help="roster stage commands")
-    roster_commands = roster.add_subparsers(dest="roster_command", metavar="SUBCOMMAND", required=True)
-    check = roster_commands.add_parser("check", help="ask every roster entry a small question; write results")
-    check.add_argument("--params", default="params/models.yaml")
-    check.add_argument("--out", default="results/roster")
-    check.set_defaults(func=_cmd_roster_check)
+    # every room adds its own commands: pipeline/<room>/cli.py defines register(commands)
+    for module in command_modules():
+        module.register(commands)
     return parser
 
 

@@ -41,6 +41,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     binary = "b" in mode
+    os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; artifacts are meant to be shared
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             yield handle

@@ -17,3 +17,6 @@ rule roster_check:
 rule roster_all:
     input:
         rules.roster_check.output,
+
+
+ALL_TARGETS.extend(rules.roster_all.input)

@@ -1,0 +1,34 @@
+"""Commands of the roster stage: `python -m pipeline roster check`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _cmd_roster_check(args: argparse.Namespace) -> int:
+    from pipeline.core.llm import Gateway
+    from pipeline.core.roster import load_models
+    from pipeline.roster.check import JOB, run_roster_check
+
+    models = load_models(args.params)
+    table = run_roster_check(models, args.out, Gateway(models, job=JOB))
+    for row in table.iter_rows(named=True):
+        status = "ok " if row["reachable"] else "FAIL"
+        detail = repr(row["reply"][:40]) if row["reachable"] else row["error"]
+        print(f"[{status}] {row['name']:<24} {row['latency_s']:6.2f}s  {detail}", file=sys.stderr)
+    unreachable = table.filter(~table["reachable"]).height
+    if unreachable:
+        print(f"{unreachable} roster entr{'y' if unreachable == 1 else 'ies'} unreachable; "
+              f"see {Path(args.out) / 'check.parquet'}", file=sys.stderr)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    roster = commands.add_parser("roster", help="roster stage commands")
+    roster_commands = roster.add_subparsers(dest="roster_command", metavar="SUBCOMMAND", required=True)
+    check = roster_commands.add_parser("check", help="ask every roster entry a small question; write results")
+    check.add_argument("--params", default="params/models.yaml")
+    check.add_argument("--out", default="results/roster")
+    check.set_defaults(func=_cmd_roster_check)
