@@ -14,6 +14,10 @@ TORCH_SPEC ?= torch==2.13.0
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@# the code sandbox (SKATE) isolates programs with bubblewrap; as root we can install it
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+		else echo "note: bubblewrap not installed; the sandbox falls back to unshare or refuses"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"

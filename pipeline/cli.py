@@ -51,6 +51,35 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sandbox_run(args: argparse.Namespace) -> int:
+    from pipeline.core.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
+
+    limits = SandboxLimits(
+        cpu_s=args.cpu_s, wall_s=args.wall_s, memory_mb=args.memory_mb,
+        output_bytes=args.output_bytes, processes=args.processes,
+    )
+    try:
+        sandbox = Sandbox(limits, allow_unisolated=args.allow_unisolated)
+    except SandboxUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if sandbox.isolation == "none":
+        print("warning: running WITHOUT isolation (--allow-unisolated): rlimits only", file=sys.stderr)
+    sources = [Path(f).read_text(encoding="utf-8") for f in args.files]
+    for file, result in zip(args.files, sandbox.run_many(sources, jobs=args.jobs)):
+        record = {
+            "file": file, "stdout": result.stdout, "stderr": result.stderr,
+            "exit_code": result.exit_code, "limit": result.limit, "elapsed_s": result.elapsed_s,
+            "isolation": result.isolation,
+        }
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+        else:
+            status = "ok" if result.ok else f"exit={result.exit_code} limit={result.limit}"
+            print(f"== {file} [{status}, {result.elapsed_s:.2f}s]\n{result.stdout}", end="")
+    return 0
+
+
 def command_modules() -> list[ModuleType]:
     """The `cli` modules of the package's rooms, in name order."""
     import pipeline
@@ -80,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--cached", action="store_true", help="answer from the response cache when possible")
     ask.add_argument("--json", action="store_true", help="print text, tokens, cost and latency as JSON")
     ask.set_defaults(func=_cmd_ask)
+
+    sandbox = commands.add_parser("sandbox", help="run untrusted Python programs isolated and limited")
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND", required=True)
+    run = sandbox_commands.add_parser("run", help="run FILE.py programs, one fresh sandbox each")
+    run.add_argument("files", nargs="+", metavar="FILE.py")
+    run.add_argument("--jobs", type=int, default=2, help="programs run in parallel")
+    run.add_argument("--json", action="store_true", help="one JSON object per program")
+    run.add_argument("--cpu-s", type=float, default=5.0)
+    run.add_argument("--wall-s", type=float, default=10.0)
+    run.add_argument("--memory-mb", type=int, default=512)
+    run.add_argument("--output-bytes", type=int, default=65536)
+    run.add_argument("--processes", type=int, default=32)
+    run.add_argument("--allow-unisolated", action="store_true", help="run even without isolation (unsafe)")
+    run.set_defaults(func=_cmd_sandbox_run)
 
     # every room adds its own commands: pipeline/<room>/cli.py defines register(commands)
     for module in command_modules():

@@ -112,6 +112,11 @@ def known_bots(game: str | None = None) -> list[str]:
     return sorted({n for (g, n) in _BOTS if g is None or g == game})
 
 
+def is_generic_bot(name: str) -> bool:
+    """True when the bot plays every game (e.g. `random`), not one benchmark's heuristic."""
+    return (None, name) in _BOTS
+
+
 def bot_policy(entry: RosterEntry, game: str | None) -> BotPolicy:
     assert entry.bot is not None
     factory = _BOTS.get((game, entry.bot)) or _BOTS.get((None, entry.bot))

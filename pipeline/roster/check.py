@@ -10,7 +10,7 @@ import polars as pl
 
 from pipeline.core.io import seed_from, write_json_atomic
 from pipeline.core.llm import Gateway, GatewayError
-from pipeline.core.players import MoveRequest, make_player
+from pipeline.core.players import MoveRequest, is_generic_bot, make_player
 from pipeline.core.roster import ModelsParams, RosterEntry
 from pipeline.core.schemas import RosterCheckSchema, write_table
 
@@ -32,7 +32,10 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
     }
     messages = [{"role": "user", "content": models.check.prompt}]
     try:
-        if entry.is_bot:
+        if entry.is_bot and entry.bot is not None and not is_generic_bot(entry.bot):
+            # a benchmark's own bot (e.g. `heuristic`) is built by that benchmark's games
+            row.update(reachable=True, reply="(scripted bot of each game)")
+        elif entry.is_bot:
             player = make_player(entry, gateway, seed_from(JOB))
             reply = await player.act(MoveRequest(messages=messages, key="roster-check", max_words=3))
             row.update(reachable=True, reply=reply.text)
