@@ -176,3 +176,27 @@ def test_cli_runs_files_in_parallel_as_json(tmp_path: Path) -> None:
     assert set(rows[0]) >= {"file", "stdout", "stderr", "exit_code", "limit", "elapsed_s"}
     assert rows[0]["stdout"] == "a\n" and rows[0]["exit_code"] == 0
     assert rows[1]["limit"] == "wall"
+
+
+def test_the_unshare_fallback_contains_writes_network_and_forks(monkeypatch, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the unshare fallback needs root to create namespaces")
+    monkeypatch.setattr(sandbox_module, "detect_isolation", lambda: "unshare")
+    fallback = Sandbox(LIMITS)
+    assert fallback.isolation == "unshare"
+    os.chmod(tmp_path, 0o777)
+    outside = tmp_path / "dropped.txt"
+    results = fallback.run_many([
+        "print('ok')",
+        f"open({str(outside)!r}, 'w').write('x')",
+        "open('/var/tmp/dropped.txt', 'w').write('x')\nimport os\nprint(os.listdir('/var/tmp'))",
+        "import socket\nsocket.create_connection(('127.0.0.1', 22), timeout=1)\nprint('connected')",
+        "import os\nwhile True:\n    os.fork()\n",
+        "import os\nprint('OPENAI_API_KEY' in os.environ)",
+    ])
+    assert results[0].stdout == "ok\n"
+    assert not results[1].ok and not outside.exists()
+    assert not Path("/var/tmp/dropped.txt").exists()  # a private, throwaway /var/tmp at most
+    assert "connected" not in results[3].stdout
+    assert results[4].limit == "processes"
+    assert results[5].stdout == "False\n"

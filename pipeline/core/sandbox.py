@@ -103,11 +103,18 @@ def _bwrap_prefix(workdir: str, uid: int | None) -> list[str]:
 
 
 def _unshare_prefix(workdir: str, uid: int) -> list[str]:
-    # root makes the namespaces, then drops to an unprivileged uid for the program itself
+    """Root makes the namespaces, hides the world-writable places (the program's temp dir becomes
+    /tmp), then drops to an unprivileged uid, which can write nowhere else."""
+    setup = (
+        'mount --make-rprivate / && mount --bind "$0" /tmp'
+        " && for d in /var/tmp /dev/shm /run/lock; do [ -d $d ] && mount -t tmpfs -o size=1m tmpfs $d; done;"
+        ' cd /tmp && exec "$@"'
+    )
     return [
-        "unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+        "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+        "/bin/sh", "-c", setup, workdir,
         *_drop_to(uid),
-        "env", "-i", "PATH=/usr/bin:/bin", f"HOME={workdir}", "PYTHONHASHSEED=0", "LANG=C.UTF-8",
+        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0", "LANG=C.UTF-8",
     ]
 
 
