@@ -43,6 +43,9 @@ class Reply:
     tokens_in: int = 0
     tokens_out: int = 0
     logprobs: tuple[TokenLogprob, ...] | None = None
+    # seconds the answer took when it was produced (a cached answer keeps its recorded time, so
+    # time limits judge a rerun exactly as they judged the first run)
+    latency_s: float = 0.0
 
 
 class Player(ABC):
@@ -88,6 +91,7 @@ class ModelPlayer(Player):
             tokens_in=completion.tokens_in,
             tokens_out=completion.tokens_out,
             logprobs=completion.logprobs,
+            latency_s=completion.answer_latency_s,
         )
 
 
@@ -139,8 +143,9 @@ class BotPlayer(Player):
     async def act(self, request: MoveRequest) -> Reply:
         started = time.monotonic()
         text = self.policy(request, random.Random(self.seed_for(request)))
-        self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), time.monotonic() - started)
-        return Reply(player=self.name, text=text)
+        elapsed = time.monotonic() - started
+        self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), elapsed)
+        return Reply(player=self.name, text=text, latency_s=elapsed)
 
 
 # Words for free-text moves of the random bot: neutral, so it neither helps nor hurts by meaning.

@@ -1,0 +1,1 @@
+"""Who is Spy: six players, one spy with a different word; describe, vote, find the spy."""

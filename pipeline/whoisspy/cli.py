@@ -1,0 +1,135 @@
+"""`python -m pipeline whoisspy ...`: play one game, rate all games, list the schedule, replay a game."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_PARAMS = "params/whoisspy.yaml"
+DEFAULT_MODELS = "params/models.yaml"
+
+
+def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
+    from pipeline.core.roster import load_models
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import build_schedule
+
+    params = load_whoisspy(args.params)
+    models = load_models(args.models)
+    return params, models, build_schedule(params, models, source=args.params)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from pipeline.core.io import write_json_atomic
+    from pipeline.core.llm import Gateway
+    from pipeline.whoisspy.engine import run_game
+    from pipeline.whoisspy.schedule import find_game
+
+    _, models, games = _schedule(args)
+    spec = find_game(games, args.game_id, args.params)
+    gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
+    print(f"game {spec.game_id}: {json.dumps(spec.summary())}", file=sys.stderr)
+    record = run_game(spec, models, gateway)
+    out = Path(args.out)
+    gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
+    write_json_atomic(out / f"{spec.game_id}.json", record)
+    scores = ", ".join(f"{p['seat']}={p['score']:g}" for p in record["players"])
+    print(
+        f"{record['winner']} win ({record['end_reason']}, {record['rounds_played']} round(s)); scores {scores}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_rate(args: argparse.Namespace) -> int:
+    from pipeline.whoisspy.report import write_report
+
+    params, _, games = _schedule(args)
+    folder = Path(args.games)
+    files = [folder / f"{g.game_id}.json" for g in games]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        print(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; "
+              "run `snakemake whoisspy_all` (or `python -m pipeline whoisspy play ID`) first", file=sys.stderr)
+        return 2
+    summary = write_report(params, files, args.out)
+    print(f"rated {summary['games']} game(s), {summary['rating_events']} TrueSkill event(s), "
+          f"{summary['models']} model(s) on the leaderboard; see {Path(args.out) / 'metrics.json'}", file=sys.stderr)
+    return 0
+
+
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    _, _, games = _schedule(args)
+    if args.json:
+        print(json.dumps([g.summary() for g in games], indent=2))
+        return 0
+    for g in games:
+        seats = " ".join(f"{name}={model}{'*' if i == g.spy_seat else ''}" for i, (name, model) in enumerate(zip(g.seat_names, g.seats)))
+        print(f"{g.game_id}  {g.variant:<9} {g.civilian_word}/{g.spy_word:<12} {seats}")
+    print(f"{len(games)} game(s); * marks the spy", file=sys.stderr)
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    path = Path(args.game)
+    if not path.exists():
+        path = Path(args.games) / f"{args.game}.json"
+    if not path.exists():
+        print(f"error: no game record {args.game!r} (a path, or an id under {args.games})", file=sys.stderr)
+        return 2
+    record = json.loads(path.read_text(encoding="utf-8"))
+    print(f"game {record['game_id']} ({record['variant']}): civilians '{record['words']['civilian']}', "
+          f"spy '{record['words']['spy']}'; {record['starter']} starts")
+    for p in record["players"]:
+        print(f"  {p['seat']} {p['model']:<20} {p['role']:<9} {p['word']}")
+    for e in record["events"]:
+        kind = e["type"]
+        if kind == "speech":
+            flags = f"  [foul: {', '.join(e['fouls'])}]" if e["fouls"] else ""
+            print(f"r{e['round']} {e['seat']} says: {e['shown']}{flags}")
+        elif kind == "vote":
+            print(f"r{e['round']} {e['voter']} votes {e['target'] or '(abstains)'}")
+            if e.get("analysis"):
+                print("     analysis (private): " + " ".join(e["analysis"].split())[:300])
+        elif kind == "vote_result":
+            result = e["eliminated"] or (f"tie {', '.join(e['tied'])}" if e["tied"] else "no votes")
+            print(f"r{e['round']} vote result: {result}")
+        elif kind == "elimination":
+            print(f"r{e['round']} {e['seat']} is out ({e['by']})")
+        elif kind == "end":
+            print(f"end: {e['winner']} win ({e['reason']})")
+    print("scores: " + ", ".join(f"{p['seat']} {p['score']:g}" for p in record["players"]))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    room = commands.add_parser("whoisspy", help="Who is Spy benchmark commands")
+    sub = room.add_subparsers(dest="whoisspy_command", metavar="SUBCOMMAND", required=True)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--params", default=DEFAULT_PARAMS, help="the benchmark's params file")
+        parser.add_argument("--models", default=DEFAULT_MODELS, help="the roster")
+
+    play = sub.add_parser("play", help="play one scheduled game; write <out>/<game_id>.json and its calls table")
+    play.add_argument("game_id")
+    common(play)
+    play.add_argument("--out", default="results/whoisspy/games")
+    play.set_defaults(func=_cmd_play)
+
+    rate = sub.add_parser("rate", help="tables, TrueSkill, metrics.json and plots from all scheduled games")
+    common(rate)
+    rate.add_argument("--games", default="results/whoisspy/games")
+    rate.add_argument("--out", default="results/whoisspy")
+    rate.set_defaults(func=_cmd_rate)
+
+    schedule = sub.add_parser("schedule", help="list the scheduled games (id, variant, words, seats)")
+    common(schedule)
+    schedule.add_argument("--json", action="store_true")
+    schedule.set_defaults(func=_cmd_schedule)
+
+    show = sub.add_parser("show", help="replay a played game as text")
+    show.add_argument("game", help="a game id or a path to a game record")
+    show.add_argument("--games", default="results/whoisspy/games")
+    show.set_defaults(func=_cmd_show)

@@ -1,0 +1,107 @@
+"""`params/whoisspy.yaml`: who plays, how many games, which variants, the rules and the rating."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pipeline.core.params import load_params
+from pipeline.core.rating import RatingParams
+
+Variant = Literal["baseline", "attack", "defense", "reasoning"]
+VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RulesParams(Strict):
+    seats: int = Field(6, ge=4, le=12, description="players per game (the paper plays 6)")
+    rounds: int = Field(3, ge=1, le=10, description="rounds of speaking and voting before the game ends")
+    min_players: int = Field(3, ge=2, description="the game ends when fewer players than this survive")
+    time_limit_s: float = Field(
+        10.0, gt=0, description="seconds of model time for a description; slower counts as no answer"
+    )
+    max_chars: int = Field(400, ge=1, description="descriptions are cut to this many characters")
+
+    @model_validator(mode="after")
+    def _fits(self) -> RulesParams:
+        if self.min_players > self.seats:
+            raise ValueError(f"min_players ({self.min_players}) must not exceed seats ({self.seats})")
+        return self
+
+
+class ReplyParams(Strict):
+    speech_max_tokens: int = Field(48, ge=1, description="token cap of a model's description")
+    vote_max_tokens: int = Field(8, ge=1, description="token cap of a model's vote")
+    reasoning_max_tokens: int = Field(
+        160, ge=1, description="token cap of a civilian's analysis plus vote in the reasoning variant"
+    )
+
+
+class RatingSettings(Strict):
+    mu: float = Field(25.0, description="TrueSkill prior mean")
+    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
+    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
+    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
+    draw_probability: float = Field(
+        0.0, ge=0.0, lt=1.0,
+        description="TrueSkill draw probability in [0, 1); a game always has a winner, so 0 fits",
+    )
+    passes: int = Field(8, ge=1, le=1000, description="rating passes over shuffled game orders")
+    bootstrap_resamples: int = Field(
+        100, ge=0, le=10000, description="bootstrap resamples for rating intervals (0: none)"
+    )
+
+    def rating_params(self) -> RatingParams:
+        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
+
+
+class WhoIsSpyParams(Strict):
+    players: list[str] = Field(
+        min_length=1,
+        description="roster names (params/models.yaml) under test: each plays spy and civilian "
+        "equally often, games_per_role times each, in every variant",
+    )
+    fill: list[str] = Field(
+        min_length=1, description="roster names that fill the other seats (cycled, seats shuffled)"
+    )
+    games_per_role: int = Field(1, ge=1, le=10000, description="games per player, role and variant")
+    variants: list[Variant] = Field(
+        default_factory=lambda: ["baseline"],
+        min_length=1,
+        description="some of baseline, attack, defense, reasoning",
+    )
+    rank_variant: Variant = Field(
+        "baseline", description="the variant whose games make the points leaderboard and TrueSkill"
+    )
+    seed: int = Field(0, ge=0, description="schedule seed: changes word pairs and seats of every game")
+    rules: RulesParams = Field(default_factory=RulesParams, description="seats, rounds, time limit, cut")
+    replies: ReplyParams = Field(default_factory=ReplyParams, description="token caps of model replies")
+    rating: RatingSettings = Field(
+        default_factory=RatingSettings, description="TrueSkill settings, passes, bootstrap resamples"
+    )
+
+    @model_validator(mode="after")
+    def _ranked_variant_is_played(self) -> WhoIsSpyParams:
+        if self.rank_variant not in self.variants:
+            raise ValueError(
+                f"rank_variant {self.rank_variant!r} is not among variants {self.variants}; "
+                "add it to variants or rank by one of them"
+            )
+        return self
+
+    @field_validator("players", "variants")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        repeated = sorted({v for v in value if value.count(v) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed twice; list each once")
+        return value
+
+
+def load_whoisspy(path: str | Path = "params/whoisspy.yaml") -> WhoIsSpyParams:
+    return load_params(WhoIsSpyParams, path)

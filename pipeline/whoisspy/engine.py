@@ -1,0 +1,306 @@
+"""One game of Who is Spy, from its spec to its record.
+
+A round: every surviving player describes its word in seat order from the starter; the referee
+then removes every player who broke a rule in that round (own word, repeated description, no
+answer or over the time limit); unless the game is over, every survivor votes for a player or
+abstains, and a unique most-voted player is out. The game ends when the spy is out, when fewer
+than `min_players` survive, or after `rounds` rounds; the spy wins if it is still in.
+
+Every reply follows the rules whatever it says: a vote naming no candidate is an abstention, a
+description is cut at `max_chars` characters. Gateway errors (auth, transport, a rejected request)
+are not moves: they stop the job, and a rerun resumes from the response cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.core.io import seed_from
+from pipeline.core.llm import Gateway
+from pipeline.core.players import MoveRequest, Player, Reply, make_players
+from pipeline.core.roster import ModelsParams
+from pipeline.whoisspy import bots as _bots  # noqa: F401  (registers the heuristic bot)
+from pipeline.whoisspy.fouls import cut, normalize, redact, speech_fouls
+from pipeline.whoisspy.prompts import INJECTED_LINES, RulesText, prompt_fingerprint, speech_messages, vote_messages
+from pipeline.whoisspy.schedule import ENGINE_VERSION, GameSpec
+from pipeline.whoisspy.scoring import base_scores, vote_transfers
+
+GAME = "whoisspy"
+NO_DESCRIPTION = "(no description)"
+_SEAT_MENTION = re.compile(r"\b(?:p|player)\s*(\d{1,2})\b|\b(abstain)\b", re.IGNORECASE)
+
+log = logging.getLogger(__name__)
+
+
+def parse_vote(text: str, candidates: list[str]) -> str | None:
+    """The candidate a vote names, or None (abstention).
+
+    After the last "VOTE:" marker when there is one, else anywhere: the first mention of a
+    candidate ("P3", "player 3") counts; "abstain" before any candidate, or no candidate, abstains.
+    """
+    marker = text.lower().rfind("vote:")
+    scope = text[marker + 5 :] if marker >= 0 else text
+    for match in _SEAT_MENTION.finditer(scope):
+        if match.group(2):
+            return None
+        name = f"P{int(match.group(1))}"
+        if name in candidates:
+            return name
+    return None
+
+
+async def timed_act(player: Player, request: MoveRequest) -> tuple[Reply, float]:
+    """The player's reply and the seconds it took; a cached model reply counts its recorded time."""
+    reply = await player.act(request)
+    return reply, reply.latency_s
+
+
+@dataclass
+class Seat:
+    index: int
+    name: str
+    model: str
+    role: str
+    word: str
+    alive: bool = True
+    eliminated_round: int | None = None
+    eliminated_by: str | None = None
+    fouls: list[str] = field(default_factory=list)
+
+
+class Game:
+    """The state of one game; `run()` plays it to the end and returns the record."""
+
+    def __init__(self, spec: GameSpec, players: Mapping[str, Player]) -> None:
+        self.spec = spec
+        self.rules = spec.rules
+        self.players = players
+        self.rng = random.Random(seed_from(GAME, "game", spec.game_id))
+        self.seats = [
+            Seat(
+                index=i,
+                name=name,
+                model=model,
+                role="spy" if i == spec.spy_seat else "civilian",
+                word=spec.spy_word if i == spec.spy_seat else spec.civilian_word,
+            )
+            for i, (name, model) in enumerate(zip(spec.seat_names, spec.seats))
+        ]
+        self.names = [s.name for s in self.seats]
+        self.starter = spec.starter if spec.starter is not None else self.rng.randrange(len(self.seats))
+        self.rules_text = RulesText(len(self.seats), self.rules.rounds, self.rules.min_players, self.rules.max_chars)
+        self.events: list[dict[str, Any]] = []  # the full record, in order
+        self.public: list[dict[str, Any]] = []  # what every player is told
+        self.said: list[str] = []  # normalized descriptions so far, for the repeat rule
+        self.civilian_votes: list[tuple[int, int | None]] = []
+        self.rounds_played = 0
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def spy(self) -> Seat:
+        return self.seats[self.spec.spy_seat]
+
+    def alive(self) -> list[Seat]:
+        return [s for s in self.seats if s.alive]
+
+    def speaking_order(self) -> list[Seat]:
+        """Seat order from the original starter, skipping those who are out."""
+        n = len(self.seats)
+        return [self.seats[(self.starter + k) % n] for k in range(n) if self.seats[(self.starter + k) % n].alive]
+
+    def end_reason(self) -> str | None:
+        if not self.spy.alive:
+            return "spy_out"
+        if len(self.alive()) < self.rules.min_players:
+            return "too_few_players"
+        return None
+
+    def bot_state(self, seat: Seat, round_no: int, phase: str, candidates: list[str]) -> dict[str, Any]:
+        """The structured view a bot gets: its own seat and word and the public record only."""
+        return {
+            "game": GAME,
+            "phase": phase,
+            "seat": seat.name,
+            "word": seat.word,
+            "round": round_no,
+            "alive": [s.name for s in self.alive()],
+            "candidates": candidates,
+            "speeches": [
+                {"round": e["round"], "seat": e["seat"], "text": e["text"]} for e in self.public if e["type"] == "speech"
+            ],
+        }
+
+    def eliminate(self, seat: Seat, round_no: int, by: str) -> None:
+        seat.alive = False
+        seat.eliminated_round = round_no
+        seat.eliminated_by = by
+        self.events.append({"type": "elimination", "round": round_no, "seat": seat.name, "by": by})
+
+    # -- phases -----------------------------------------------------------------------------
+    async def speak(self, seat: Seat, round_no: int) -> list[str]:
+        request = MoveRequest(
+            messages=speech_messages(seat.name, seat.word, self.names, round_no, self.public, self.rules_text),
+            key=f"r{round_no}/speech/{seat.name}",
+            kind="speech",
+            max_tokens=self.spec.replies.speech_max_tokens,
+            state=self.bot_state(seat, round_no, "speech", []),
+        )
+        reply, latency = await timed_act(self.players[seat.model], request)
+        text, truncated = cut(reply.text, self.rules.max_chars)
+        fouls = speech_fouls(text, seat.word, self.said, latency, self.rules.time_limit_s)
+        if normalize(text) and "timeout" not in fouls:
+            self.said.append(normalize(text))
+        # a late answer counts as no answer: nobody hears it
+        shown = NO_DESCRIPTION if ("no_answer" in fouls or "timeout" in fouls) else redact(text, seat.word)
+        if seat.role == "spy" and self.spec.variant in INJECTED_LINES:
+            shown = f"{shown} {INJECTED_LINES[self.spec.variant]}"
+        self.events.append(
+            {
+                "type": "speech",
+                "round": round_no,
+                "seat": seat.name,
+                "text": text,
+                "shown": shown,
+                "truncated": truncated,
+                "latency_s": round(latency, 4),
+                "fouls": fouls,
+            }
+        )
+        for kind in fouls:
+            self.events.append({"type": "foul", "round": round_no, "seat": seat.name, "kind": kind})
+        seat.fouls.extend(fouls)
+        self.public.append({"type": "speech", "round": round_no, "seat": seat.name, "text": shown})
+        return fouls
+
+    async def vote(self, round_no: int) -> None:
+        voters = self.alive()
+        requests = []
+        for seat in voters:
+            candidates = [s.name for s in voters if s is not seat]
+            reasoning = self.spec.variant == "reasoning" and seat.role == "civilian"
+            requests.append(
+                MoveRequest(
+                    messages=vote_messages(
+                        seat.name, seat.word, self.names, round_no, self.public, candidates, self.rules_text, reasoning
+                    ),
+                    key=f"r{round_no}/vote/{seat.name}",
+                    kind="vote",
+                    choices=(*candidates, "abstain"),
+                    max_tokens=self.spec.replies.reasoning_max_tokens if reasoning else self.spec.replies.vote_max_tokens,
+                    state=self.bot_state(seat, round_no, "vote", candidates),
+                )
+            )
+        answers = await asyncio.gather(*(timed_act(self.players[s.model], r) for s, r in zip(voters, requests)))
+        votes: dict[str, str | None] = {}
+        for seat, request, (reply, latency) in zip(voters, requests, answers):
+            target = parse_vote(reply.text, list(request.choices[:-1]))
+            votes[seat.name] = target
+            event: dict[str, Any] = {
+                "type": "vote",
+                "round": round_no,
+                "voter": seat.name,
+                "target": target,
+                "reply": reply.text,
+                "latency_s": round(latency, 4),
+            }
+            if self.spec.variant == "reasoning" and seat.role == "civilian":
+                event["analysis"] = reply.text
+            self.events.append(event)
+            target_index = self.names.index(target) if target else None
+            if seat.role == "civilian":
+                self.civilian_votes.append((seat.index, target_index))
+        counts = Counter(t for t in votes.values() if t)
+        top = max(counts.values(), default=0)
+        leaders = sorted((name for name, c in counts.items() if c == top), key=self.names.index)
+        out = leaders[0] if len(leaders) == 1 else None
+        tied = leaders if len(leaders) > 1 else []
+        self.events.append(
+            {
+                "type": "vote_result",
+                "round": round_no,
+                "counts": {n: counts[n] for n in self.names if counts.get(n)},
+                "eliminated": out,
+                "tied": tied,
+            }
+        )
+        self.public.append({"type": "votes", "round": round_no, "votes": votes, "eliminated": out, "tied": tied, "top": top})
+        if out:
+            self.eliminate(self.seats[self.names.index(out)], round_no, "vote")
+
+    # -- the game ---------------------------------------------------------------------------
+    async def run(self) -> dict[str, Any]:
+        reason = "rounds"
+        for round_no in range(1, self.rules.rounds + 1):
+            self.rounds_played = round_no
+            fouled = [seat for seat in self.speaking_order() if await self.speak(seat, round_no)]
+            for seat in fouled:
+                self.eliminate(seat, round_no, "foul")
+                self.public.append({"type": "foul_out", "round": round_no, "seat": seat.name, "kinds": sorted(set(seat.fouls))})
+            ended = self.end_reason()
+            if ended:
+                reason = ended
+                break
+            await self.vote(round_no)
+            ended = self.end_reason()
+            if ended:
+                reason = ended
+                break
+        winner = "civilians" if not self.spy.alive else "spy"
+        self.events.append({"type": "end", "round": self.rounds_played, "winner": winner, "reason": reason})
+        return self.record(winner, reason)
+
+    def record(self, winner: str, reason: str) -> dict[str, Any]:
+        roles = [s.role for s in self.seats]
+        spy_out = self.spy.eliminated_round if not self.spy.alive else None
+        base = base_scores(roles, [s.alive for s in self.seats], spy_out, self.rules.rounds)
+        transfers = vote_transfers(roles, self.civilian_votes)
+        return {
+            "game_id": self.spec.game_id,
+            "variant": self.spec.variant,
+            "engine_version": ENGINE_VERSION,
+            "prompts": prompt_fingerprint(),
+            "words": {"civilian": self.spec.civilian_word, "spy": self.spec.spy_word},
+            "players": [
+                {
+                    "seat": s.name,
+                    "model": s.model,
+                    "role": s.role,
+                    "word": s.word,
+                    "score": base[s.index] + transfers[s.index],
+                    "base_score": base[s.index],
+                    "vote_transfer": transfers[s.index],
+                    "eliminated_round": s.eliminated_round,
+                    "eliminated_by": s.eliminated_by,
+                    "fouls": s.fouls,
+                }
+                for s in self.seats
+            ],
+            "starter": self.seats[self.starter].name,
+            "events": self.events,
+            "winner": winner,
+            "end_reason": reason,
+            "rounds_played": self.rounds_played,
+            "rules": self.rules.model_dump(mode="json"),
+            "replies": self.spec.replies.model_dump(mode="json"),
+            "focal": self.spec.focal,
+            "focal_role": self.spec.focal_role,
+            "replicate": self.spec.replicate,
+        }
+
+
+async def play_game(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> dict[str, Any]:
+    players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
+    record = await Game(spec, players).run()
+    log.info("game %s: %s win (%s) after %d round(s)", spec.game_id, record["winner"], record["end_reason"], record["rounds_played"])
+    return record
+
+
+def run_game(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> dict[str, Any]:
+    return asyncio.run(play_game(spec, models, gateway))

@@ -1,0 +1,278 @@
+"""From game records to tidy tables, per-model metrics, TrueSkill and the variants comparison.
+
+Metrics per model (over the seats it played): win rate as spy, as civilian and overall; average
+score; ranking points (100 + sum of scores - games); vote accuracy (civilian votes naming the spy /
+civilian votes cast, abstentions not counted); foul rate (descriptions with a foul / descriptions);
+average survival rounds (rounds a seat completed: eliminated in round k counts k-1, a survivor
+counts the rounds played).
+
+TrueSkill: each game of the ranked variant is a win of the spy's team or of the civilians' team.
+The core rates one-against-one games, so a game becomes one Pairwise event between the spy's model
+and each distinct civilian model (a model sitting on both sides is left out of that pair). A game
+always has a winner, so no event is a draw and draw_probability 0 is a valid setting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import seed_from
+from pipeline.core.rating import Pairwise, bootstrap_intervals, multi_pass
+from pipeline.whoisspy.config import VARIANTS, RatingSettings
+from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
+
+#: metrics compared across variants (the spec's list, plus spy win rate)
+VARIANT_METRICS: tuple[str, ...] = (
+    "vote_accuracy", "foul_rate", "avg_score", "win_rate", "win_rate_civilian", "win_rate_spy"
+)
+ALL_MODELS = "(all)"  # not a valid roster name, so it cannot collide with one
+
+
+def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    return [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+
+
+def _seat_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
+    roles = {p["seat"]: p["role"] for p in record["players"]}
+    speeches: dict[str, int] = {}
+    fouled: dict[str, int] = {}
+    votes: dict[str, int] = {}
+    abstentions: dict[str, int] = {}
+    hits: dict[str, int] = {}
+    for e in record["events"]:
+        if e["type"] == "speech":
+            speeches[e["seat"]] = speeches.get(e["seat"], 0) + 1
+            fouled[e["seat"]] = fouled.get(e["seat"], 0) + bool(e["fouls"])
+        elif e["type"] == "vote":
+            if e["target"] is None:
+                abstentions[e["voter"]] = abstentions.get(e["voter"], 0) + 1
+            else:
+                votes[e["voter"]] = votes.get(e["voter"], 0) + 1
+                if roles[e["voter"]] == "civilian" and roles[e["target"]] == "spy":
+                    hits[e["voter"]] = hits.get(e["voter"], 0) + 1
+    rows = []
+    for p in record["players"]:
+        seat = p["seat"]
+        won = (p["role"] == "spy") == (record["winner"] == "spy")
+        survived = p["eliminated_round"] - 1 if p["eliminated_round"] else record["rounds_played"]
+        rows.append(
+            {
+                "game_id": record["game_id"],
+                "variant": record["variant"],
+                "seat": seat,
+                "model": p["model"],
+                "role": p["role"],
+                "word": p["word"],
+                "score": float(p["score"]),
+                "base_score": float(p["base_score"]),
+                "vote_transfer": float(p["vote_transfer"]),
+                "won": won,
+                "eliminated_round": p["eliminated_round"],
+                "eliminated_by": p["eliminated_by"],
+                "rounds_survived": survived,
+                "speeches": speeches.get(seat, 0),
+                "foul_speeches": fouled.get(seat, 0),
+                "votes": votes.get(seat, 0),
+                "abstentions": abstentions.get(seat, 0),
+                "votes_for_spy": hits.get(seat, 0),
+            }
+        )
+    return rows
+
+
+def build_tables(records: Sequence[dict[str, Any]]) -> dict[str, pl.DataFrame]:
+    """games, seats, speeches and votes tables from game records (unsorted, unvalidated)."""
+    games, seats, speeches, votes = [], [], [], []
+    for r in records:
+        by_seat = {p["seat"]: p for p in r["players"]}
+        spy = next(p for p in r["players"] if p["role"] == "spy")
+        games.append(
+            {
+                "game_id": r["game_id"],
+                "variant": r["variant"],
+                "focal": r.get("focal"),
+                "focal_role": r.get("focal_role"),
+                "replicate": r.get("replicate", 0),
+                "civilian_word": r["words"]["civilian"],
+                "spy_word": r["words"]["spy"],
+                "spy_seat": spy["seat"],
+                "spy_model": spy["model"],
+                "starter": r["starter"],
+                "winner": r["winner"],
+                "end_reason": r["end_reason"],
+                "rounds_played": r["rounds_played"],
+                "score_total": float(sum(p["score"] for p in r["players"])),
+            }
+        )
+        seats.extend(_seat_rows(r))
+        for e in r["events"]:
+            if e["type"] == "speech":
+                speeches.append(
+                    {
+                        "game_id": r["game_id"],
+                        "variant": r["variant"],
+                        "round": e["round"],
+                        "seat": e["seat"],
+                        "model": by_seat[e["seat"]]["model"],
+                        "role": by_seat[e["seat"]]["role"],
+                        "text": e["text"],
+                        "shown": e["shown"],
+                        "truncated": e["truncated"],
+                        "latency_s": float(e["latency_s"]),
+                        "fouled": bool(e["fouls"]),
+                        "foul_kinds": ",".join(e["fouls"]),
+                    }
+                )
+            elif e["type"] == "vote":
+                target = e["target"]
+                target_role = by_seat[target]["role"] if target else None
+                votes.append(
+                    {
+                        "game_id": r["game_id"],
+                        "variant": r["variant"],
+                        "round": e["round"],
+                        "voter": e["voter"],
+                        "model": by_seat[e["voter"]]["model"],
+                        "role": by_seat[e["voter"]]["role"],
+                        "target": target,
+                        "target_role": target_role,
+                        "abstained": target is None,
+                        "correct": target_role == "spy",
+                    }
+                )
+    schemas = {
+        "games": {"focal": pl.Utf8, "focal_role": pl.Utf8},
+        "seats": {"eliminated_round": pl.Int64, "eliminated_by": pl.Utf8},
+        "speeches": {},
+        "votes": {"target": pl.Utf8, "target_role": pl.Utf8},
+    }
+    rows = {"games": games, "seats": seats, "speeches": speeches, "votes": votes}
+    return {name: pl.DataFrame(rows[name], schema_overrides=schemas[name], infer_schema_length=None) for name in rows}
+
+
+def _rate(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
+    return pl.when(denominator > 0).then(numerator / denominator).otherwise(None)
+
+
+def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.DataFrame:
+    """Per-group metrics over seat rows (group by model, or model and variant)."""
+    spy = pl.col("role") == "spy"
+    civ = pl.col("role") == "civilian"
+    frame = seats.group_by(list(by)).agg(
+        games=pl.len(),
+        games_spy=spy.sum(),
+        games_civilian=civ.sum(),
+        score_sum=pl.col("score").sum(),
+        avg_score=pl.col("score").mean(),
+        avg_score_spy=pl.col("score").filter(spy).mean(),
+        avg_score_civilian=pl.col("score").filter(civ).mean(),
+        win_rate=pl.col("won").mean(),
+        win_rate_spy=pl.col("won").filter(spy).mean(),
+        win_rate_civilian=pl.col("won").filter(civ).mean(),
+        civilian_votes=pl.col("votes").filter(civ).sum(),
+        hits=pl.col("votes_for_spy").filter(civ).sum(),
+        speeches=pl.col("speeches").sum(),
+        foul_speeches=pl.col("foul_speeches").sum(),
+        avg_survival_rounds=pl.col("rounds_survived").mean(),
+    )
+    return frame.with_columns(
+        points=START_POINTS + pl.col("score_sum") - COST_PER_GAME * pl.col("games"),
+        vote_accuracy=_rate(pl.col("hits"), pl.col("civilian_votes")),
+        foul_rate=_rate(pl.col("foul_speeches"), pl.col("speeches")),
+        win_rate=pl.col("win_rate").cast(pl.Float64),
+        win_rate_spy=pl.col("win_rate_spy").cast(pl.Float64),
+        win_rate_civilian=pl.col("win_rate_civilian").cast(pl.Float64),
+        games_spy=pl.col("games_spy").cast(pl.Int64),
+        games_civilian=pl.col("games_civilian").cast(pl.Int64),
+        games=pl.col("games").cast(pl.Int64),
+    ).drop("hits")
+
+
+def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str) -> list[Pairwise]:
+    """Spy's model against each distinct civilian model, in game-id order."""
+    events: list[Pairwise] = []
+    ranked = games.filter(pl.col("variant") == variant).sort("game_id")
+    civilians = (
+        seats.filter(pl.col("role") == "civilian")
+        .group_by("game_id")
+        .agg(pl.col("model").unique().sort())
+    )
+    models_by_game = dict(zip(civilians["game_id"].to_list(), civilians["model"].to_list()))
+    for game in ranked.iter_rows(named=True):
+        spy = game["spy_model"]
+        outcome = "a" if game["winner"] == "spy" else "b"
+        for civilian in models_by_game.get(game["game_id"], []):
+            if civilian != spy:
+                events.append(Pairwise(a=spy, b=civilian, outcome=outcome))
+    return events
+
+
+def ratings(events: Sequence[Pairwise], settings: RatingSettings, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Multi-pass TrueSkill and bootstrap intervals (empty intervals when resamples is 0)."""
+    params = settings.rating_params()
+    rating_seed = seed_from("whoisspy/rating", seed)
+    table = multi_pass(events, params, settings.passes, rating_seed)
+    if settings.bootstrap_resamples and events:
+        intervals = bootstrap_intervals(events, params, settings.passes, rating_seed, settings.bootstrap_resamples)
+    else:
+        intervals = pl.DataFrame(
+            {"player": table["player"], "mu_lo": [None] * table.height, "mu_hi": [None] * table.height},
+            schema={"player": pl.Utf8, "mu_lo": pl.Float64, "mu_hi": pl.Float64},
+        )
+    return table, intervals
+
+
+def leaderboard(seats: pl.DataFrame, variant: str, rating_table: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
+    """Per model over `variant`'s games, ranked by points (ties: higher TrueSkill mu, then name)."""
+    frame = model_metrics(seats.filter(pl.col("variant") == variant))
+    rated = rating_table.select(model="player", mu="mu", sigma="sigma").join(
+        intervals.select(model="player", mu_lo="mu_lo", mu_hi="mu_hi"), on="model", how="left"
+    )
+    frame = frame.join(rated, on="model", how="left").sort(
+        ["points", "mu", "model"], descending=[True, True, False], nulls_last=True
+    )
+    return frame.with_columns(rank=pl.int_range(1, frame.height + 1, dtype=pl.Int64))
+
+
+def variants_table(seats: pl.DataFrame, rank_variant: str = "baseline") -> pl.DataFrame:
+    """Tidy: model (and "(all)"), variant, metric, value, the rank variant's value, the difference."""
+    per_model = model_metrics(seats, by=("model", "variant"))
+    overall = model_metrics(seats, by=("variant",)).with_columns(model=pl.lit(ALL_MODELS))
+    wide = pl.concat([per_model, overall.select(per_model.columns)], how="vertical")
+    long = wide.unpivot(index=["model", "variant", "games"], on=list(VARIANT_METRICS), variable_name="metric")
+    long = long.with_columns(pl.col("value").cast(pl.Float64))
+    base = long.filter(pl.col("variant") == rank_variant).select("model", "metric", baseline="value")
+    out = long.join(base, on=["model", "metric"], how="left").with_columns(delta=pl.col("value") - pl.col("baseline"))
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    return out.with_columns(pl.col("variant").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
+        ["model", "_order", "metric"]
+    ).drop("_order").select("model", "variant", "metric", "value", "baseline", "delta", "games")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+LEADERBOARD_METRICS: tuple[str, ...] = (
+    "rank", "points", "games", "avg_score", "win_rate", "win_rate_spy", "win_rate_civilian",
+    "vote_accuracy", "foul_rate", "avg_survival_rounds", "mu", "sigma",
+)
+
+
+def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str) -> dict[str, dict[str, Any]]:
+    """`{model: {metric: value}}`: the leaderboard's metrics, plus `<variant>_<metric>` for the others."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in board.iter_rows(named=True):
+        out[row["model"]] = {
+            ("trueskill_" + k if k in ("mu", "sigma") else k): _clean(row[k]) for k in LEADERBOARD_METRICS
+        }
+    for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(named=True):
+        out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])
+    return {model: dict(sorted(values.items())) for model, values in sorted(out.items())}

@@ -1,0 +1,69 @@
+"""The stage's closing job: every game record in, tables, ratings, metrics.json and plots out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import write_json_atomic
+from pipeline.core.schemas import CallsSchema, RatingsSchema, calls_frame, read_table, write_table
+from pipeline.whoisspy.config import WhoIsSpyParams
+from pipeline.whoisspy.metrics import (
+    build_tables,
+    leaderboard,
+    load_records,
+    metrics_json,
+    rating_events,
+    ratings,
+    variants_table,
+)
+from pipeline.whoisspy.plots import PLOTS, save_plots
+from pipeline.whoisspy.schemas import (
+    GamesSchema,
+    LeaderboardSchema,
+    SeatsSchema,
+    SpeechesSchema,
+    VariantsSchema,
+    VotesSchema,
+)
+
+TABLES: tuple[str, ...] = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "calls")
+
+
+def report_outputs(out_dir: str | Path) -> list[str]:
+    """Every file the report writes (the Snakemake rule's outputs)."""
+    out = Path(out_dir)
+    files = [str(out / f"{name}.parquet") for name in TABLES] + [str(out / "metrics.json")]
+    files += [str(out / "plots" / f"{name}.{ext}") for name in PLOTS for ext in ("html", "png", "svg")]
+    return files
+
+
+def write_report(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Path) -> dict[str, Any]:
+    out = Path(out_dir)
+    records = load_records(game_files)
+    tables = build_tables(records)
+    games = write_table(out / "games.parquet", tables["games"], GamesSchema, sort_by=["game_id"])
+    seats = write_table(out / "seats.parquet", tables["seats"], SeatsSchema, sort_by=["game_id", "seat"])
+    write_table(out / "speeches.parquet", tables["speeches"], SpeechesSchema, sort_by=["game_id", "round", "seat"])
+    write_table(out / "votes.parquet", tables["votes"], VotesSchema, sort_by=["game_id", "round", "voter"])
+
+    events = rating_events(games, seats, params.rank_variant)
+    rating_table, intervals = ratings(events, params.rating, params.seed)
+    write_table(out / "ratings.parquet", rating_table, RatingsSchema, sort_by=["player"])
+    board = write_table(
+        out / "leaderboard.parquet", leaderboard(seats, params.rank_variant, rating_table, intervals), LeaderboardSchema
+    )
+    variants = write_table(
+        out / "variants.parquet", variants_table(seats, params.rank_variant), VariantsSchema,
+        sort_by=["model", "variant", "metric"],
+    )
+
+    calls = [read_table(f.with_name(f.name.removesuffix(".json") + ".calls.parquet"), CallsSchema) for f in game_files]
+    all_calls = pl.concat(calls) if calls else calls_frame([])
+    write_table(out / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
+
+    write_json_atomic(out / "metrics.json", metrics_json(board, variants, params.rank_variant))
+    save_plots(board, variants, out / "plots")
+    return {"games": games.height, "rating_events": len(events), "models": board.height}

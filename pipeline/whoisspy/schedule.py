@@ -1,0 +1,187 @@
+"""The deterministic list of games: who sits where, who is the spy, which words, which variant.
+
+Every player under test plays `games_per_role` games as the spy and as many as a civilian, in each
+variant. Replicate r of a player uses one word pair and one drawing of seats for all variants, so
+a variant differs from the baseline only by the variant. A game's id is the content id of
+everything that decides it (seats with their roster entries, spy seat, words, rules, token caps,
+variant, prompt text), so adding a model adds games and changes no existing one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.io import content_id, seed_from
+from pipeline.core.params import ParamsError
+from pipeline.core.roster import ModelsParams
+from pipeline.whoisspy.config import ReplyParams, RulesParams, WhoIsSpyParams
+from pipeline.whoisspy.prompts import prompt_fingerprint
+from pipeline.whoisspy.words import WORD_PAIRS
+
+#: bump when the engine's behaviour changes in a way that should replay every game
+ENGINE_VERSION = 1
+ROLES: tuple[str, ...] = ("spy", "civilian")
+
+
+def seat_name(index: int) -> str:
+    return f"P{index + 1}"
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """Everything that decides one game."""
+
+    game_id: str
+    variant: str
+    seats: tuple[str, ...]  # roster name per seat, seat i is named P{i+1}
+    spy_seat: int
+    civilian_word: str
+    spy_word: str
+    rules: RulesParams
+    replies: ReplyParams
+    replicate: int = 0
+    focal: str | None = None  # the player under test this game was scheduled for
+    focal_role: str | None = None
+    starter: int | None = None  # None: the game's seed picks who speaks first
+
+    @property
+    def seat_names(self) -> tuple[str, ...]:
+        return tuple(seat_name(i) for i in range(len(self.seats)))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "game_id": self.game_id,
+            "variant": self.variant,
+            "seats": {seat_name(i): m for i, m in enumerate(self.seats)},
+            "spy": seat_name(self.spy_seat),
+            "words": {"civilian": self.civilian_word, "spy": self.spy_word},
+            "focal": self.focal,
+            "focal_role": self.focal_role,
+            "replicate": self.replicate,
+        }
+
+
+def make_spec(
+    models: ModelsParams,
+    *,
+    variant: str,
+    seats: Sequence[str],
+    spy_seat: int,
+    civilian_word: str,
+    spy_word: str,
+    rules: RulesParams | None = None,
+    replies: ReplyParams | None = None,
+    replicate: int = 0,
+    focal: str | None = None,
+    focal_role: str | None = None,
+    starter: int | None = None,
+    schedule_seed: int = 0,
+) -> GameSpec:
+    """A game spec with its content id; raises ValueError for an impossible game."""
+    rules = rules or RulesParams()
+    replies = replies or ReplyParams()
+    if len(seats) != rules.seats:
+        raise ValueError(f"a game needs {rules.seats} seats, got {len(seats)}")
+    if not 0 <= spy_seat < len(seats):
+        raise ValueError(f"spy_seat {spy_seat} is not a seat index (0..{len(seats) - 1})")
+    if starter is not None and not 0 <= starter < len(seats):
+        raise ValueError(f"starter {starter} is not a seat index")
+    if civilian_word.strip().lower() == spy_word.strip().lower():
+        raise ValueError("the spy's word must differ from the civilians' word")
+    identity = {
+        "room": "whoisspy",
+        "engine": ENGINE_VERSION,
+        "prompts": prompt_fingerprint(),
+        "variant": variant,
+        "seats": [models.entry(name).model_dump(mode="json") for name in seats],
+        "spy_seat": spy_seat,
+        "words": [civilian_word, spy_word],
+        "rules": rules.model_dump(mode="json"),
+        "replies": replies.model_dump(mode="json"),
+        "replicate": replicate,
+        "focal": [focal, focal_role],
+        "starter": starter,
+        "schedule_seed": schedule_seed,
+    }
+    return GameSpec(
+        game_id=content_id(identity),
+        variant=variant,
+        seats=tuple(seats),
+        spy_seat=spy_seat,
+        civilian_word=civilian_word,
+        spy_word=spy_word,
+        rules=rules,
+        replies=replies,
+        replicate=replicate,
+        focal=focal,
+        focal_role=focal_role,
+        starter=starter,
+    )
+
+
+def check_names(params: WhoIsSpyParams, models: ModelsParams, source: str) -> None:
+    """Every name in the params must be a roster entry; the error names the field and the fix."""
+    known = [e.name for e in models.roster]
+    for field in ("players", "fill"):
+        for i, name in enumerate(getattr(params, field)):
+            if name not in known:
+                raise ParamsError(
+                    f"{source}: {field}[{i}]: {name!r} is not a roster name in params/models.yaml "
+                    f"(known: {', '.join(known)}); add it to the roster or use a known name"
+                )
+
+
+def build_schedule(params: WhoIsSpyParams, models: ModelsParams, source: str = "params/whoisspy.yaml") -> list[GameSpec]:
+    """All games of the tournament, in a stable order (variant, player, replicate, role)."""
+    check_names(params, models, source)
+    n = params.rules.seats
+    games: list[GameSpec] = []
+    for variant in params.variants:
+        for focal in params.players:
+            for replicate in range(params.games_per_role):
+                draw = random.Random(seed_from("whoisspy/pair", params.seed, focal, replicate))
+                pair = WORD_PAIRS[draw.randrange(len(WORD_PAIRS))]
+                civilian_word, spy_word = (
+                    (pair.first, pair.second) if draw.random() < 0.5 else (pair.second, pair.first)
+                )
+                for role in ROLES:
+                    rng = random.Random(seed_from("whoisspy/seats", params.seed, focal, replicate, role))
+                    focal_seat = rng.randrange(n)
+                    start = rng.randrange(len(params.fill))
+                    others = [params.fill[(start + k) % len(params.fill)] for k in range(n - 1)]
+                    rng.shuffle(others)
+                    seats = others[:focal_seat] + [focal] + others[focal_seat:]
+                    spy_seat = focal_seat if role == "spy" else rng.choice([i for i in range(n) if i != focal_seat])
+                    games.append(
+                        make_spec(
+                            models,
+                            variant=variant,
+                            seats=seats,
+                            spy_seat=spy_seat,
+                            civilian_word=civilian_word,
+                            spy_word=spy_word,
+                            rules=params.rules,
+                            replies=params.replies,
+                            replicate=replicate,
+                            focal=focal,
+                            focal_role=role,
+                            schedule_seed=params.seed,
+                        )
+                    )
+    ids = [g.game_id for g in games]
+    if len(set(ids)) != len(ids):  # cannot happen unless the identity above loses a field
+        raise RuntimeError("two scheduled games got the same id")
+    return games
+
+
+def find_game(games: Sequence[GameSpec], game_id: str, source: str) -> GameSpec:
+    for game in games:
+        if game.game_id == game_id:
+            return game
+    raise ParamsError(
+        f"game {game_id!r} is not in the schedule of {source} (the params changed since it was "
+        "scheduled?); `python -m pipeline whoisspy schedule` lists the current games"
+    )

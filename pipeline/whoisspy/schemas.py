@@ -1,0 +1,148 @@
+"""pandera schemas of the Who is Spy tables (validated when written and when read)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+
+from pipeline.whoisspy.config import VARIANTS
+
+ROLES = ["spy", "civilian"]
+
+
+class GamesSchema(pa.DataFrameModel):
+    """One row per game."""
+
+    game_id: str = pa.Field(unique=True)
+    variant: str = pa.Field(isin=list(VARIANTS))
+    focal: str = pa.Field(nullable=True)
+    focal_role: str = pa.Field(nullable=True, isin=ROLES)
+    replicate: int = pa.Field(ge=0)
+    civilian_word: str
+    spy_word: str
+    spy_seat: str
+    spy_model: str
+    starter: str
+    winner: str = pa.Field(isin=["spy", "civilians"])
+    end_reason: str = pa.Field(isin=["spy_out", "too_few_players", "rounds"])
+    rounds_played: int = pa.Field(ge=1)
+    score_total: float
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SeatsSchema(pa.DataFrameModel):
+    """One row per game and seat: the player's role, result and counts."""
+
+    game_id: str
+    variant: str = pa.Field(isin=list(VARIANTS))
+    seat: str
+    model: str
+    role: str = pa.Field(isin=ROLES)
+    word: str
+    score: float
+    base_score: float = pa.Field(ge=0)
+    vote_transfer: float
+    won: bool
+    eliminated_round: int = pa.Field(nullable=True, ge=1)
+    eliminated_by: str = pa.Field(nullable=True, isin=["vote", "foul"])
+    rounds_survived: int = pa.Field(ge=0)
+    speeches: int = pa.Field(ge=0)
+    foul_speeches: int = pa.Field(ge=0)
+    votes: int = pa.Field(ge=0)
+    abstentions: int = pa.Field(ge=0)
+    votes_for_spy: int = pa.Field(ge=0)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SpeechesSchema(pa.DataFrameModel):
+    """One row per description."""
+
+    game_id: str
+    variant: str = pa.Field(isin=list(VARIANTS))
+    round: int = pa.Field(ge=1)
+    seat: str
+    model: str
+    role: str = pa.Field(isin=ROLES)
+    text: str
+    shown: str
+    truncated: bool
+    latency_s: float = pa.Field(ge=0)
+    fouled: bool
+    foul_kinds: str  # comma-separated kinds, "" when none
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VotesSchema(pa.DataFrameModel):
+    """One row per vote (abstentions included)."""
+
+    game_id: str
+    variant: str = pa.Field(isin=list(VARIANTS))
+    round: int = pa.Field(ge=1)
+    voter: str
+    model: str
+    role: str = pa.Field(isin=ROLES)
+    target: str = pa.Field(nullable=True)
+    target_role: str = pa.Field(nullable=True, isin=ROLES)
+    abstained: bool
+    correct: bool
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class LeaderboardSchema(pa.DataFrameModel):
+    """Per model over the ranked variant's games: points, rates, TrueSkill."""
+
+    rank: int = pa.Field(ge=1)
+    model: str = pa.Field(unique=True)
+    games: int = pa.Field(ge=1)
+    games_spy: int = pa.Field(ge=0)
+    games_civilian: int = pa.Field(ge=0)
+    score_sum: float
+    points: float
+    avg_score: float
+    avg_score_spy: float = pa.Field(nullable=True)
+    avg_score_civilian: float = pa.Field(nullable=True)
+    win_rate: float = pa.Field(ge=0, le=1)
+    win_rate_spy: float = pa.Field(nullable=True, ge=0, le=1)
+    win_rate_civilian: float = pa.Field(nullable=True, ge=0, le=1)
+    civilian_votes: int = pa.Field(ge=0)
+    vote_accuracy: float = pa.Field(nullable=True, ge=0, le=1)
+    speeches: int = pa.Field(ge=0)
+    foul_speeches: int = pa.Field(ge=0)
+    foul_rate: float = pa.Field(nullable=True, ge=0, le=1)
+    avg_survival_rounds: float = pa.Field(ge=0)
+    mu: float = pa.Field(nullable=True)
+    sigma: float = pa.Field(nullable=True, ge=0)
+    mu_lo: float = pa.Field(nullable=True)
+    mu_hi: float = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VariantsSchema(pa.DataFrameModel):
+    """Tidy comparison: per model (or "(all)"), variant and metric, the value beside the baseline's."""
+
+    model: str
+    variant: str = pa.Field(isin=list(VARIANTS))
+    metric: str
+    value: float = pa.Field(nullable=True)
+    baseline: float = pa.Field(nullable=True)
+    delta: float = pa.Field(nullable=True)
+    games: int = pa.Field(ge=0)
+
+    class Config:
+        strict = True
+        coerce = True
+

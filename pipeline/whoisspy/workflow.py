@@ -1,0 +1,56 @@
+"""What the Snakemake rules need at parse time: the scheduled game ids and the report's files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.io import content_id
+from pipeline.core.params import ParamsError
+from pipeline.whoisspy.report import report_outputs
+
+__all__ = ["rate_settings", "report_outputs", "scheduled_game_ids"]
+
+
+def scheduled_game_ids(params_path: str, models_path: str) -> list[str]:
+    """Ids of every scheduled game; [] (with a warning) when the params cannot be read.
+
+    A broken params file must not stop other rooms' targets from parsing: the whoisspy rate job
+    then runs alone and fails with the full message naming the file, the field and the fix.
+    """
+    from pipeline.core.roster import load_models
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import build_schedule
+
+    try:
+        params = load_whoisspy(params_path)
+        return [g.game_id for g in build_schedule(params, load_models(models_path), source=params_path)]
+    except ParamsError as exc:
+        first = str(exc).splitlines()[0]
+        print(f"whoisspy: no games scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
+        return []
+
+
+#: modules whose code decides the report; a change to them reruns the (cheap) rate job. Games are
+#: not replayed on code changes: bump ENGINE_VERSION in schedule.py for that.
+REPORT_MODULES = ("config.py", "metrics.py", "plots.py", "report.py", "schemas.py", "scoring.py")
+
+
+def report_code_fingerprint() -> str:
+    folder = Path(__file__).parent
+    return content_id([(name, (folder / name).read_text(encoding="utf-8")) for name in REPORT_MODULES])
+
+
+def rate_settings(params_path: str) -> dict[str, Any]:
+    """What the rate job depends on beyond its input files: a change reruns it."""
+    from pipeline.whoisspy.config import load_whoisspy
+
+    settings: dict[str, Any] = {"code": report_code_fingerprint()}
+    try:
+        params = load_whoisspy(params_path)
+    except ParamsError:
+        return settings
+    return settings | {
+        "rank_variant": params.rank_variant, "seed": params.seed, "rating": params.rating.model_dump(mode="json")
+    }

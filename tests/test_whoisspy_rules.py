@@ -1,0 +1,381 @@
+"""Who is Spy rules, scoring and privacy, played through the real engine and gateway.
+
+Models are answered at litellm's provider boundary by a script keyed by roster name, kind of move
+and round; bots are the real heuristic and random bots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import litellm
+import pytest
+
+from pipeline.core.llm import Gateway
+from pipeline.core.players import register_bot
+from pipeline.whoisspy.config import RulesParams
+from pipeline.whoisspy.engine import NO_DESCRIPTION, parse_vote, run_game
+from pipeline.whoisspy.fouls import says_word
+from pipeline.whoisspy.prompts import ATTACK_LINE, DEFENSE_LINE
+from pipeline.whoisspy.schedule import make_spec
+from tests.conftest import models_params
+
+SEATS = [f"s{i}" for i in range(1, 7)]  # roster name s<i> sits in seat P<i>
+ROSTER = [{"name": n, "model": f"fake/{n}"} for n in SEATS] + [
+    {"name": "heuristic-bot", "bot": "heuristic"},
+    {"name": "random-bot", "bot": "random"},
+    {"name": "capture", "bot": "whoisspy-capture"},
+]
+CIVILIAN_WORD, SPY_WORD = "tea", "coffee"
+CAPTURED: list[Any] = []
+
+
+@register_bot("whoisspy-capture", game="whoisspy")
+def _capture_bot(options):
+    """Records every request it gets; describes with a fixed clue per round, always abstains."""
+
+    def policy(request, rng):
+        CAPTURED.append(request)
+        if request.kind == "speech":
+            return f"capture clue for round {request.state['round']}"
+        return "abstain"
+
+    return policy
+
+
+class Script:
+    """Replies per (roster name, kind, round); defaults: a unique harmless clue, and abstain."""
+
+    def __init__(self) -> None:
+        self.replies: dict[tuple[str, str, int], str] = {}
+        self.delays: dict[tuple[str, str, int], float] = {}
+        self.calls: list[tuple[str, str, int, list[dict[str, str]]]] = []
+
+    def set(self, name: str, kind: str, round_no: int, text: str, delay_s: float = 0.0) -> None:
+        self.replies[(name, kind, round_no)] = text
+        self.delays[(name, kind, round_no)] = delay_s
+
+    def __call__(self, model: str, messages: list, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
+        name = model.split("/")[-1]
+        user = messages[-1]["content"]
+        speech = re.search(r"Round (\d+), your turn", user)
+        kind, round_no = ("speech", int(speech[1])) if speech else ("vote", int(re.search(r"Round (\d+) vote \(", user)[1]))
+        self.calls.append((name, kind, round_no, messages))
+        default = f"a clue from {name} in round {round_no}" if kind == "speech" else "abstain"
+        time.sleep(self.delays.get((name, kind, round_no), 0.0))
+        return litellm.ModelResponse(
+            model=model,
+            choices=[{"index": 0, "message": {"role": "assistant", "content": self.replies.get((name, kind, round_no), default)}, "finish_reason": "stop"}],
+            usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+        )
+
+
+@pytest.fixture
+def script(fake_provider) -> Script:
+    table = Script()
+    fake_provider.completion = table  # the provider's acompletion calls self.completion
+    return table
+
+
+def play(
+    tmp_path: Path,
+    *,
+    spy: int = 0,
+    variant: str = "baseline",
+    seats: list[str] | None = None,
+    rules: RulesParams | None = None,
+    starter: int = 0,
+    replicate: int = 0,
+) -> tuple[dict[str, Any], Gateway]:
+    models = models_params(ROSTER)
+    spec = make_spec(
+        models,
+        variant=variant,
+        seats=seats or SEATS,
+        spy_seat=spy,
+        civilian_word=CIVILIAN_WORD,
+        spy_word=SPY_WORD,
+        rules=rules,
+        starter=starter,
+        replicate=replicate,
+    )
+    gateway = Gateway(models, job="test", cache_dir=tmp_path / "cache")
+    return run_game(spec, models, gateway), gateway
+
+
+def seat(record: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in record["players"] if p["seat"] == name)
+
+
+def events(record: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [e for e in record["events"] if e["type"] == kind]
+
+
+def everyone_votes(script: Script, round_no: int, target: str, voters: list[str] = SEATS) -> None:
+    for name in voters:
+        script.set(name, "vote", round_no, target)
+
+
+# -- fouls ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "word", "expected"),
+    [
+        ("I drink TEA daily.", "tea", True),
+        ("Two teas, please", "tea", True),
+        ("Tea-time is sacred", "tea", True),
+        ("a teapot on the stove", "tea", False),
+        ("steam rises", "tea", False),
+        ("cats everywhere", "cat", True),
+        ("a category of things", "cat", False),
+        ("she was dancing all night", "dance", True),
+        ("we danced", "dance", True),
+        ("fresh berries", "berry", True),
+        ("sharp knives", "knife", True),
+        ("he is running late", "run", True),
+        ("the dog's bowl", "dog", True),
+        ("an ice cream cone", "ice cream", True),
+        ("ice creams melt", "ice cream", True),
+        ("ice and cream", "ice cream", False),
+    ],
+)
+def test_own_word_matches_whole_words_and_simple_inflections(text: str, word: str, expected: bool) -> None:
+    assert says_word(text, word) is expected
+
+
+def test_own_word_foul_eliminates_right_after_the_speaking_phase(tmp_path: Path, script: Script) -> None:
+    script.set("s3", "speech", 1, "Two TEAS with milk, please.")
+    record, _ = play(tmp_path)
+    kinds = [e["type"] for e in record["events"]]
+    last_speech = max(i for i, k in enumerate(kinds) if k == "speech" and record["events"][i]["round"] == 1)
+    out = kinds.index("elimination")
+    assert out > last_speech and out < kinds.index("vote")  # after all six spoke, before the vote
+    assert record["events"][out] == {"type": "elimination", "round": 1, "seat": "P3", "by": "foul"}
+    assert seat(record, "P3")["fouls"] == ["own_word"]
+    assert seat(record, "P3")["eliminated_round"] == 1 and seat(record, "P3")["eliminated_by"] == "foul"
+    assert "P3" not in {e["voter"] for e in events(record, "vote")}  # out players do not vote
+    # later speakers in that round heard the description with the word bleeped
+    p4_prompt = next(m for n, k, r, m in script.calls if (n, k, r) == ("s4", "speech", 1))[-1]["content"]
+    assert "P3: Two [...] with milk, please." in p4_prompt
+
+
+def test_repeated_description_is_a_foul_whoever_said_it_first(tmp_path: Path, script: Script) -> None:
+    script.set("s2", "speech", 1, "Hot drink, in the morning!")
+    script.set("s3", "speech", 1, "hot drink in the MORNING")  # same text once normalized
+    script.set("s4", "speech", 1, "Leaves in a pot.")
+    script.set("s4", "speech", 2, "leaves in a pot")  # its own round-1 description again
+    record, _ = play(tmp_path)
+    assert seat(record, "P2")["fouls"] == [] and seat(record, "P2")["eliminated_round"] is None
+    assert seat(record, "P3")["fouls"] == ["repeat"] and seat(record, "P3")["eliminated_round"] == 1
+    assert seat(record, "P4")["fouls"] == ["repeat"] and seat(record, "P4")["eliminated_round"] == 2
+
+
+@pytest.mark.parametrize("reply", ["", "   \n ", "..."])
+def test_no_answer_is_a_foul(tmp_path: Path, script: Script, reply: str) -> None:
+    script.set("s5", "speech", 1, reply)
+    record, _ = play(tmp_path)
+    assert seat(record, "P5")["fouls"] == ["no_answer"] and seat(record, "P5")["eliminated_by"] == "foul"
+    assert next(e for e in events(record, "speech") if e["seat"] == "P5")["shown"] == NO_DESCRIPTION
+
+
+def test_over_the_time_limit_is_a_foul_also_when_replayed_from_the_cache(tmp_path: Path, script: Script) -> None:
+    rules = RulesParams(time_limit_s=1.0)
+    script.set("s2", "speech", 1, "A warm cup in the afternoon.", delay_s=1.6)
+    record, gateway = play(tmp_path, rules=rules)
+    assert seat(record, "P2")["fouls"] == ["timeout"] and seat(record, "P2")["eliminated_round"] == 1
+    late = next(e for e in events(record, "speech") if e["seat"] == "P2")
+    assert late["latency_s"] > 1.0 and late["shown"] == NO_DESCRIPTION  # nobody hears a late answer
+    assert all(e["fouls"] == [] for e in events(record, "speech") if e["seat"] != "P2")
+
+    calls_before = len(script.calls)
+    again, gateway = play(tmp_path, rules=rules)
+    assert len(script.calls) == calls_before  # every reply came from the cache, instantly...
+    assert gateway.calls_frame()["cache_hit"].all()
+    assert again["events"] == record["events"]  # ...and still counts its recorded latency
+
+
+def test_descriptions_are_cut_at_400_characters(tmp_path: Path, script: Script) -> None:
+    long_text = "word " * 200  # 1000 characters
+    script.set("s1", "speech", 1, long_text)
+    record, _ = play(tmp_path)
+    speech = next(e for e in events(record, "speech") if e["seat"] == "P1")
+    assert speech["truncated"] and len(speech["text"]) == 400 and speech["text"] == long_text.strip()[:400]
+    heard = next(m for n, k, r, m in script.calls if (n, k, r) == ("s2", "speech", 1))[-1]["content"]
+    assert "P1: " + long_text.strip()[:400] + "\n" in heard and long_text.strip()[:401] not in heard
+
+
+# -- votes, ties, end conditions, scores --------------------------------------------------------
+
+def test_parse_vote() -> None:
+    candidates = ["P1", "P3", "P4"]
+    assert parse_vote("P3", candidates) == "P3"
+    assert parse_vote("I vote for player 4.", candidates) == "P4"
+    assert parse_vote("abstain", candidates) is None
+    assert parse_vote("P2", candidates) is None  # own name or not a candidate: abstention
+    assert parse_vote("P9 obviously", candidates) is None
+    assert parse_vote("Bananas.", candidates) is None
+    assert parse_vote("P4 sounded odd, but P1 even more.\nVOTE: P1", candidates) == "P1"
+
+
+def test_a_tie_eliminates_nobody(tmp_path: Path, script: Script) -> None:
+    for voter, target in {"s2": "P4", "s3": "P4", "s4": "P2", "s5": "P2"}.items():
+        script.set(voter, "vote", 1, target)
+    record, _ = play(tmp_path)
+    result = events(record, "vote_result")[0]
+    assert result["eliminated"] is None and result["tied"] == ["P2", "P4"]
+    assert result["counts"] == {"P2": 2, "P4": 2}
+    assert not [e for e in events(record, "elimination") if e["round"] == 1]
+    assert len([e for e in events(record, "speech") if e["round"] == 2]) == 6
+    heard = next(m for n, k, r, m in script.calls if (n, k, r) == ("s1", "speech", 2))[-1]["content"]
+    assert "Tie between P2 and P4 (2 votes each): nobody is out." in heard
+
+
+def test_spy_voted_out_in_round_1_civilians_win_and_share_12(tmp_path: Path, script: Script) -> None:
+    everyone_votes(script, 1, "P1")
+    record, _ = play(tmp_path, spy=0)
+    assert record["winner"] == "civilians" and record["end_reason"] == "spy_out" and record["rounds_played"] == 1
+    spy = seat(record, "P1")
+    assert spy["eliminated_by"] == "vote" and spy["base_score"] == 0 and spy["vote_transfer"] == -5
+    for name in ["P2", "P3", "P4", "P5", "P6"]:
+        assert seat(record, name)["score"] == pytest.approx(12 / 5 + 1)
+
+
+@pytest.mark.parametrize(("out_round", "spy_base"), [(2, 4.0), (3, 8.0)])
+def test_spy_out_in_later_rounds_scores_4_then_8(tmp_path: Path, script: Script, out_round: int, spy_base: float) -> None:
+    everyone_votes(script, out_round, "P6")
+    record, _ = play(tmp_path, spy=5)
+    assert record["winner"] == "civilians" and record["rounds_played"] == out_round
+    spy = seat(record, "P6")
+    assert spy["base_score"] == spy_base and spy["vote_transfer"] == -5 and spy["score"] == spy_base - 5
+    assert seat(record, "P1")["base_score"] == pytest.approx((12 - spy_base) / 5)
+
+
+def test_spy_survives_three_rounds_and_takes_12(tmp_path: Path, script: Script) -> None:
+    record, _ = play(tmp_path, spy=2)  # everyone abstains every round
+    assert record["winner"] == "spy" and record["end_reason"] == "rounds" and record["rounds_played"] == 3
+    assert seat(record, "P3")["score"] == 12 and all(seat(record, f"P{i}")["score"] == 0 for i in (1, 2, 4, 5, 6))
+
+
+def test_fewer_than_three_players_ends_the_game_and_the_spy_wins(tmp_path: Path, script: Script) -> None:
+    for name in ["s2", "s3", "s4", "s5"]:
+        script.set(name, "speech", 1, f"My word is tea, says {name}.")
+    record, _ = play(tmp_path, spy=0)
+    assert record["end_reason"] == "too_few_players" and record["winner"] == "spy"
+    assert not events(record, "vote")  # the game ended before voting
+    assert [p["eliminated_by"] for p in record["players"]] == [None, "foul", "foul", "foul", "foul", None]
+    assert seat(record, "P1")["score"] == 12
+
+
+def test_spy_out_by_a_foul_is_a_civilian_win(tmp_path: Path, script: Script) -> None:
+    script.set("s4", "speech", 1, "Coffee, black, no sugar.")
+    everyone_votes(script, 1, "P2")  # never reached: the game ends after the speaking phase
+    record, _ = play(tmp_path, spy=3)
+    assert record["winner"] == "civilians" and record["end_reason"] == "spy_out"
+    assert seat(record, "P4")["eliminated_by"] == "foul" and seat(record, "P4")["score"] == 0
+    assert not events(record, "vote")
+    assert sum(p["score"] for p in record["players"]) == pytest.approx(12)
+
+
+def test_only_civilian_votes_for_the_spy_move_points(tmp_path: Path, script: Script) -> None:
+    script.set("s2", "vote", 1, "P1")  # civilian names the spy: +1 / -1
+    script.set("s1", "vote", 1, "P2")  # the spy's own vote moves nothing
+    script.set("s3", "vote", 1, "P4")  # a wrong civilian vote moves nothing
+    record, _ = play(tmp_path, spy=0)
+    transfers = {p["seat"]: p["vote_transfer"] for p in record["players"]}
+    assert transfers == {"P1": -1, "P2": 1, "P3": 0, "P4": 0, "P5": 0, "P6": 0}
+
+
+def test_scores_sum_to_12_and_transfers_are_zero_sum_in_every_bot_game(tmp_path: Path) -> None:
+    lineups = [
+        ["heuristic-bot"] * 6,
+        ["random-bot"] * 6,
+        ["heuristic-bot", "random-bot"] * 3,
+        ["random-bot", "heuristic-bot", "heuristic-bot", "heuristic-bot", "random-bot", "heuristic-bot"],
+    ]
+    outcomes: set[tuple[str, str]] = set()
+    for game in range(48):
+        record, _ = play(
+            tmp_path, spy=game % 6, seats=lineups[game % 4], variant=["baseline", "attack", "defense", "reasoning"][game % 4],
+            starter=(game * 5) % 6, replicate=game,
+        )
+        players = record["players"]
+        assert sum(p["score"] for p in players) == pytest.approx(12.0), record["game_id"]
+        assert sum(p["vote_transfer"] for p in players) == 0
+        spy = next(p for p in players if p["role"] == "spy")
+        hits = sum(1 for e in events(record, "vote") if e["target"] == spy["seat"] and e["voter"] != spy["seat"])
+        assert spy["vote_transfer"] == -hits
+        assert all(p["score"] == pytest.approx(p["base_score"] + p["vote_transfer"]) for p in players)
+        outcomes.add((record["winner"], record["end_reason"]))
+    assert {"spy", "civilians"} <= {w for w, _ in outcomes}
+
+
+# -- what players see --------------------------------------------------------------------------
+
+def test_a_player_never_sees_another_players_word(tmp_path: Path, script: Script) -> None:
+    CAPTURED.clear()
+    script.set("s2", "speech", 1, "I could drink tea all day; teas are great.")  # civilian fouls: own word
+    script.set("s1", "speech", 2, "Coffee, obviously.")  # the spy fouls in round 2
+    record, _ = play(tmp_path, spy=0, seats=SEATS[:5] + ["capture"], starter=1)
+    assert seat(record, "P2")["fouls"] == ["own_word"] and seat(record, "P1")["fouls"] == ["own_word"]
+    assert record["end_reason"] == "spy_out" and record["rounds_played"] == 2
+    words = {f"s{i}": CIVILIAN_WORD for i in range(2, 6)} | {"s1": SPY_WORD}
+    for name, _, _, messages in script.calls:
+        other = CIVILIAN_WORD if words[name] == SPY_WORD else SPY_WORD
+        text = "\n".join(m["content"] for m in messages)
+        assert not says_word(text, other), (name, text)
+        assert f"Your secret word: {words[name]}" in text
+    assert CAPTURED, "the capture bot was never asked"
+    for request in CAPTURED:  # a bot's structured state holds its own word only
+        assert request.state["word"] == CIVILIAN_WORD
+        seen = json.dumps(request.state) + json.dumps(list(request.messages))
+        assert not says_word(seen, SPY_WORD)
+        assert "spy" not in {str(v) for v in request.state.values()}  # no role in the state
+
+
+@pytest.mark.parametrize(("variant", "line"), [("attack", ATTACK_LINE), ("defense", DEFENSE_LINE)])
+def test_injected_line_reaches_others_only_as_the_spys_speech(tmp_path: Path, script: Script, variant: str, line: str) -> None:
+    record, _ = play(tmp_path, spy=2, variant=variant)  # P1 starts; P3 is the spy
+    speeches = events(record, "speech")
+    for e in speeches:
+        assert (line in e["shown"]) == (e["seat"] == "P3") and line not in e["text"]
+    assert all(e["fouls"] == [] for e in speeches)  # the same line every round is no repeat
+    spy_rounds = [e["round"] for e in speeches if e["seat"] == "P3"]
+
+    def spy_speeches_heard(name: str, kind: str, round_no: int) -> int:
+        heard = sum(1 for r in spy_rounds if r < round_no)
+        if round_no in spy_rounds and (kind == "vote" or name in ("s4", "s5", "s6")):
+            heard += 1  # P4..P6 speak after P3 in seat order from P1
+        return heard
+
+    lines_seen = 0
+    for name, kind, round_no, messages in script.calls:
+        assert line not in messages[0]["content"]  # never in the rules
+        content = messages[-1]["content"]
+        assert content.count(line) == spy_speeches_heard(name, kind, round_no), (name, kind, round_no)
+        for text_line in content.splitlines():
+            if line in text_line:
+                assert text_line.startswith("  P3: ") and text_line.endswith(line)
+                lines_seen += 1
+    assert lines_seen > 0
+    before = len(script.calls)
+    play(tmp_path, spy=2, variant="baseline")
+    assert len(script.calls) > before
+    assert all(line not in m[-1]["content"] for _, _, _, m in script.calls[before:])
+
+
+def test_reasoning_variant_asks_civilians_for_a_private_analysis(tmp_path: Path, script: Script) -> None:
+    analysis = "P1 described something bitter, unlike the rest of us.\nVOTE: P1"
+    for name in SEATS[1:]:
+        script.set(name, "vote", 1, analysis)
+    record, _ = play(tmp_path, spy=0, variant="reasoning")
+    vote_prompts = {name: m[-1]["content"] for name, kind, _, m in script.calls if kind == "vote"}
+    assert "First give your analysis" in vote_prompts["s2"] and "First give your analysis" not in vote_prompts["s1"]
+    votes = events(record, "vote")
+    assert {e["voter"]: e["target"] for e in votes if e["voter"] != "P1"} == {f"P{i}": "P1" for i in range(2, 7)}
+    assert all(e.get("analysis") == analysis for e in votes if e["voter"] != "P1") and "analysis" not in votes[0]
+    assert record["winner"] == "civilians"
+    assert all("unlike the rest of us" not in m[-1]["content"] for _, _, _, m in script.calls)
