@@ -17,7 +17,8 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def machine() -> dict[str, Any]:
+def machine(device: str | None = None) -> dict[str, Any]:
+    """What the numbers depend on. The CPU here is shared, so the load average goes in too."""
     info: dict[str, Any] = {
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -29,10 +30,22 @@ def machine() -> dict[str, Any]:
         import torch
 
         info["torch"] = torch.__version__
-        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        info["torch_threads"] = torch.get_num_threads()
+        on_gpu = torch.cuda.is_available() and (device is None or device.startswith("cuda"))
+        gpu_device = device if device and device.startswith("cuda") else 0
+        info["gpu"] = torch.cuda.get_device_name(gpu_device) if on_gpu else None
     except ImportError:
         pass
+    if device is not None:
+        info["device"] = device  # where the measured work ran
     return info
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _cpu_model() -> str:
@@ -51,8 +64,9 @@ def write_result(
     metric: str,
     value: float,
     unit: str,
-    target: str,
-    baseline: dict[str, Any],
+    target: Any,
+    baseline: Any,
+    device: str | None = None,
     **extra: Any,
 ) -> Path:
     """Write bench/results/<name>.json and print it; `baseline` describes the comparison run."""
@@ -63,7 +77,7 @@ def write_result(
         "unit": unit,
         "target": target,
         "baseline": baseline,
-        "machine": machine(),
+        "machine": machine(device),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **extra,
     }

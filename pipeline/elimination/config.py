@@ -1,0 +1,99 @@
+"""`params/elimination.yaml`: the rules' numbers, who plays in which seats, and the rating."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pipeline.core.params import load_params
+
+#: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
+#: game is a new game and never overwrites an old result.
+GAME_VERSION = "elimination-v1"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WordLimits(Strict):
+    public: int = Field(80, ge=1, description="a positive integer: words of a public statement")
+    private: list[int] = Field(
+        default_factory=lambda: [70, 50, 30],
+        description="three positive integers: words of a private message in subrounds 2, 3 and 4",
+    )
+    tiebreak: int = Field(80, ge=1, description="a positive integer: words of a tie-break statement")
+    plea: int = Field(80, ge=1, description="a positive integer: words of a finalist's plea")
+
+    @field_validator("private")
+    @classmethod
+    def _three_subrounds(cls, value: list[int]) -> list[int]:
+        if len(value) != 3 or any(v < 1 for v in value):
+            raise ValueError("private needs exactly three positive word limits, e.g. [70, 50, 30]")
+        return value
+
+
+class ReplyTokens(Strict):
+    """max_tokens of each kind of move; a roster entry's own sampling.max_tokens caps them too."""
+
+    statement: int = Field(160, ge=1, description="a positive integer: max_tokens of public statements, tie-break statements and pleas")
+    preference: int = Field(40, ge=1, description="a positive integer: max_tokens of a partner ranking")
+    private: int = Field(140, ge=1, description="a positive integer: max_tokens of a private message")
+    vote: int = Field(80, ge=1, description="a positive integer: max_tokens of a vote with its reason")
+
+
+class ScheduleParams(Strict):
+    lineups: list[list[str]] = Field(
+        default_factory=list,
+        description="explicit lineups: each a list of roster names, one per seat (P1 first)",
+    )
+    players: list[str] = Field(
+        default_factory=list,
+        description="roster names for generated lineups, in the order they joined (append new ones at the end)",
+    )
+    lineups_per_player: int = Field(
+        0, ge=0, description="generated lineups anchored on each player of `players` (0: none)"
+    )
+    rotations: int = Field(
+        8, ge=1, description="seat rotations played per lineup; equal to `seats` for exact seat balance"
+    )
+    repeats: int = Field(1, ge=1, description="independent replays (new seeds) of every seating")
+    max_seats_per_player: int = Field(
+        1, ge=1, description="how many seats of one game a roster entry may fill (1: distinct players)"
+    )
+
+
+class RatingSettings(Strict):
+    mu: float = Field(4.0, description="TrueSkill prior mean (the original README's first versions used 5.0)")
+    sigma: float = Field(8.3333, gt=0, description="TrueSkill prior standard deviation")
+    beta: float = Field(4.1667, gt=0, description="TrueSkill performance noise")
+    tau: float = Field(0.0, ge=0, description="TrueSkill dynamics factor")
+    draw_probability: float = Field(0.0, ge=0, lt=1, description="0: final ranks never tie")
+    passes: int = Field(100, ge=1, description="random orders of the games averaged over")
+    bootstrap_resamples: int = Field(50, ge=0, description="bootstrap resamples over games for mu intervals (0: none)")
+    bootstrap_passes: int = Field(5, ge=1, description="passes inside each bootstrap resample")
+    seed: int = Field(0, ge=0, description="a non-negative integer seeding pass orders and resamples")
+
+
+class EliminationParams(Strict):
+    seats: int = Field(8, ge=3, le=26, description="seats per game (3 to 26; the benchmark uses 8)")
+    words: WordLimits = Field(default_factory=WordLimits, description="word limits of every kind of message")
+    reply_tokens: ReplyTokens = Field(default_factory=ReplyTokens, description="max_tokens per kind of move")
+    history_rounds: int = Field(
+        0, ge=0, description="rounds of public and private history shown in prompts (0: the whole game)"
+    )
+    schedule: ScheduleParams = Field(default_factory=ScheduleParams, description="lineups, rotations, repeats")
+    rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings and passes")
+
+    @model_validator(mode="after")
+    def _rotations_fit(self) -> EliminationParams:
+        if self.schedule.rotations > self.seats:
+            raise ValueError(
+                f"schedule.rotations ({self.schedule.rotations}) cannot exceed seats ({self.seats})"
+            )
+        return self
+
+
+def load_elimination_params(path: str | Path = "params/elimination.yaml") -> EliminationParams:
+    return load_params(EliminationParams, path)

@@ -1,0 +1,124 @@
+"""Logs -> tables, ratings, leaderboard, metrics and plots: the same path for our games and the
+original benchmark's logs (`python -m pipeline elimination import DIR --out OUTDIR`)."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import atomic_open, write_json_atomic
+from pipeline.core.schemas import CallsSchema, TableError, read_table, write_table
+from pipeline.elimination import metrics as metric_tables
+from pipeline.elimination.config import RatingSettings
+from pipeline.elimination.ratings import leaderboard, rate
+from pipeline.elimination.reader import TABLE_KEYS, Corpus, read_corpus
+from pipeline.elimination.schemas import (
+    TABLE_SCHEMAS,
+    LeaderboardSchema,
+    ModelStatsSchema,
+    RankDistributionSchema,
+)
+
+LEADERBOARD_CSV_COLUMNS = ["model", "mu", "sigma", "games", "points_sum", "avg_points"]
+
+
+@dataclass
+class ImportResult:
+    corpus: Corpus
+    leaderboard: pl.DataFrame
+    stats: pl.DataFrame
+    report: dict[str, Any]
+    seconds: dict[str, float]
+
+
+def write_csv_atomic(path: Path, frame: pl.DataFrame) -> None:
+    buffer = io.StringIO()
+    frame.write_csv(buffer)
+    with atomic_open(path, "w") as handle:
+        handle.write(buffer.getvalue())
+
+
+def collect_calls(paths: Iterable[str | Path]) -> pl.DataFrame:
+    """The calls tables written beside game logs (one per game job), stacked."""
+    frames = []
+    for path in map(Path, paths):
+        candidates = sorted(path.rglob("calls.parquet")) if path.is_dir() else []
+        for file in candidates:
+            try:
+                frames.append(read_table(file, CallsSchema))
+            except TableError:
+                continue  # reported by the game's own stage; the ratings do not need it
+    if not frames:
+        from pipeline.core.schemas import calls_frame
+
+        return calls_frame([])
+    return pl.concat(frames, how="vertical")
+
+
+def build_report(corpus: Corpus) -> dict[str, Any]:
+    games = corpus.tables["games"]
+    return {
+        "files": corpus.files,
+        "games_read": len(corpus.games),
+        "games_finished": len(corpus.finished),
+        "skipped": corpus.skipped,
+        "incomplete": sorted(g.file for g in corpus.games if not g.ranks),
+        "ranks_from_final_results": games.filter(pl.col("rank_source") == "final_results")["file"].sort().to_list(),
+        "differ_from_final_results": games.filter(pl.col("matches_final_results") == False)["file"].sort().to_list(),  # noqa: E712
+    }
+
+
+def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: RatingSettings, *,
+               passes: int | None = None, bootstrap: int | None = None, plots: bool = True,
+               calls_out: str | Path | None = None,
+               progress: Callable[[str], None] | None = None) -> ImportResult:
+    say = progress or (lambda _m: None)
+    out = Path(out_dir)
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    corpus = read_corpus(paths)
+    seconds["read"] = time.perf_counter() - started
+    say(f"read {corpus.files} file(s): {len(corpus.games)} game(s), {len(corpus.finished)} finished, "
+        f"{len(corpus.skipped)} skipped")
+    for skipped in corpus.skipped:
+        say(f"  skipped {skipped['file']}: {skipped['error']}")
+
+    started = time.perf_counter()
+    tables = {}
+    for name, schema in TABLE_SCHEMAS.items():
+        tables[name] = write_table(out / "tables" / f"{name}.parquet", corpus.tables[name], schema,
+                                   sort_by=TABLE_KEYS[name])
+    seconds["tables"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    ratings = rate(tables["final_ranks"], settings, passes=passes, bootstrap=bootstrap)
+    board = leaderboard(ratings, tables["final_ranks"])
+    seconds["rating"] = time.perf_counter() - started
+
+    board = write_table(out / "leaderboard.parquet", board, LeaderboardSchema)
+    write_csv_atomic(out / "leaderboard.csv", board.select(LEADERBOARD_CSV_COLUMNS))
+    stats = write_table(out / "tables" / "model_stats.parquet", metric_tables.model_stats(tables),
+                        ModelStatsSchema, sort_by=["model"])
+    distribution = write_table(out / "tables" / "rank_distribution.parquet",
+                               metric_tables.rank_distribution(tables["final_ranks"]), RankDistributionSchema,
+                               sort_by=["model", "rank"])
+    write_json_atomic(out / "metrics.json", metric_tables.metrics_json(board, stats))
+    report = build_report(corpus)
+    write_json_atomic(out / "import_report.json", report)
+    if calls_out is not None:
+        write_table(calls_out, collect_calls(paths), CallsSchema,
+                    sort_by=["job", "roster_name", "request_id", "attempt"])
+
+    if plots:
+        started = time.perf_counter()
+        from pipeline.elimination.plots import write_plots
+
+        write_plots(board, distribution, stats, out / "plots")
+        seconds["plots"] = time.perf_counter() - started
+    return ImportResult(corpus, board, stats, report, seconds)

@@ -1,0 +1,72 @@
+"""Multi-pass TrueSkill over final ranks: each finished game is one free-for-all update.
+
+A model filling several seats of one game (allowed only when params say so) takes part in that
+game's update once, with its best seat's rank; the models' ranks are renumbered 1..m, so they
+never tie (draw probability 0). A game with fewer than two distinct models is not rated.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.core.io import seed_from
+from pipeline.core.rating import FreeForAll, RatingParams, bootstrap_intervals, multi_pass
+from pipeline.elimination.config import RatingSettings
+
+
+def rating_params(settings: RatingSettings) -> RatingParams:
+    return RatingParams(mu=settings.mu, sigma=settings.sigma, beta=settings.beta, tau=settings.tau,
+                        draw_probability=settings.draw_probability)
+
+
+def rating_events(final_ranks: pl.DataFrame) -> list[FreeForAll]:
+    """One event per finished game, in game id order."""
+    best = (
+        final_ranks.filter(pl.col("rank").is_not_null())
+        .group_by("game_id", "model")
+        .agg(pl.col("rank").min().alias("best"))
+        .sort("game_id", "best", "model")
+    )
+    events = []
+    for (_game,), group in best.group_by("game_id", maintain_order=True):
+        models = group["model"].to_list()
+        if len(models) >= 2:
+            events.append(FreeForAll(ranks={m: i + 1 for i, m in enumerate(models)}))
+    return events
+
+
+def rating_seed(settings: RatingSettings) -> int:
+    return seed_from("elimination", "rating", settings.seed)
+
+
+def rate(final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None = None,
+         bootstrap: int | None = None) -> pl.DataFrame:
+    """Per model: mu, sigma (means over passes), mu_sd, and the bootstrap interval mu_lo..mu_hi."""
+    events = rating_events(final_ranks)
+    params = rating_params(settings)
+    seed = rating_seed(settings)
+    table = multi_pass(events, params, passes or settings.passes, seed)
+    resamples = settings.bootstrap_resamples if bootstrap is None else bootstrap
+    if resamples and events:
+        intervals = bootstrap_intervals(events, params, settings.bootstrap_passes, seed, resamples)
+        table = table.join(intervals.select("player", "mu_lo", "mu_hi"), on="player", how="left")
+    else:
+        table = table.with_columns(pl.lit(None, pl.Float64).alias("mu_lo"), pl.lit(None, pl.Float64).alias("mu_hi"))
+    return table.rename({"player": "model"})
+
+
+def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFrame:
+    """rank, model, mu, sigma, mu_lo, mu_hi, games, seats, points_sum, avg_points; sorted by mu."""
+    played = (
+        final_ranks.filter(pl.col("rank").is_not_null())
+        .group_by("model")
+        .agg(pl.col("game_id").n_unique().alias("games"), pl.len().alias("seats"),
+             pl.col("points").sum().alias("points_sum"))
+    )
+    # inner join: a model seen only in unrated games (no other model at the table) has no rating
+    table = played.join(ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi"), on="model", how="inner")
+    table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points")).sort(
+        ["mu", "model"], descending=[True, False])
+    table = table.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
+    return table.select("rank", "model", "mu", "sigma", "mu_lo", "mu_hi", "games",
+                        pl.col("seats").cast(pl.Int64), "points_sum", "avg_points")

@@ -1,0 +1,86 @@
+# Elimination Game: one job per scheduled game (its output named by the game's content id), then one
+# job that reads every scheduled log and writes tables, TrueSkill ratings, metrics and plots.
+import json as _elimination_json
+import sys
+
+from pipeline.core.params import ParamsError as _EliminationParamsError
+from pipeline.elimination.config import load_elimination_params as _elimination_params
+from pipeline.elimination.schedule import schedule_from_files as _elimination_schedule
+from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
+
+ELIMINATION_DIR = "results/elimination"
+ELIMINATION_TABLES = ["games", "seats", "messages", "votes", "eliminations", "pairs", "final_ranks",
+                      "model_stats", "rank_distribution"]
+try:
+    ELIMINATION_GAMES = {
+        g.game_id: g for g in _elimination_schedule("params/elimination.yaml", "params/models.yaml")
+    }
+    ELIMINATION_RATING = _elimination_json.dumps(
+        _elimination_params("params/elimination.yaml").rating.model_dump(), sort_keys=True)
+    ELIMINATION_ERROR = None
+except _EliminationParamsError as _exc:
+    # other rooms' targets still work; asking for this room's outputs reports the problem
+    ELIMINATION_GAMES, ELIMINATION_RATING, ELIMINATION_ERROR = {}, "", str(_exc)
+    print(f"elimination: no games scheduled ({ELIMINATION_ERROR}); its targets fail until this is fixed",
+          file=sys.stderr)
+
+ELIMINATION_OUTPUTS = dict(
+    leaderboard_csv=f"{ELIMINATION_DIR}/leaderboard.csv",
+    leaderboard=f"{ELIMINATION_DIR}/leaderboard.parquet",
+    metrics=f"{ELIMINATION_DIR}/metrics.json",
+    import_report=f"{ELIMINATION_DIR}/import_report.json",
+    calls=f"{ELIMINATION_DIR}/calls.parquet",
+    tables=[f"{ELIMINATION_DIR}/tables/{name}.parquet" for name in ELIMINATION_TABLES],
+)
+
+
+rule elimination_game:
+    output:
+        directory(f"{ELIMINATION_DIR}/games/{{game_id}}"),
+    params:
+        # what decides the game (seats, roster entries, rules): a change reruns it
+        game=lambda wildcards: ELIMINATION_GAMES[wildcards.game_id].content,
+    log:
+        f"{ELIMINATION_DIR}/logs/games/{{game_id}}.log",
+    # a game with the embedded model takes both cores (torch threads), so two never compete
+    threads: lambda wildcards: 2 if _elimination_uses_local(ELIMINATION_GAMES[wildcards.game_id]) else 1
+    wildcard_constraints:
+        game_id="[0-9a-f]{16}",
+    shell:
+        "{PYTHON} -m pipeline elimination play --game-id {wildcards.game_id} --out {output} "
+        "--params params/elimination.yaml --models params/models.yaml 2> {log}"
+
+
+if ELIMINATION_ERROR is None:
+
+    rule elimination_ratings:
+        input:
+            games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_GAMES)),
+            params="params/elimination.yaml",
+        output:
+            **ELIMINATION_OUTPUTS,
+            plots=directory(f"{ELIMINATION_DIR}/plots"),
+        params:
+            rating=ELIMINATION_RATING,
+        log:
+            f"{ELIMINATION_DIR}/logs/ratings.log",
+        shell:
+            "{PYTHON} -m pipeline elimination import {input.games} --out {ELIMINATION_DIR} "
+            "--params {input.params} --calls {output.calls} 2> {log}"
+
+else:
+
+    rule elimination_ratings:
+        output:
+            **ELIMINATION_OUTPUTS,
+            plots=directory(f"{ELIMINATION_DIR}/plots"),
+        run:
+            raise WorkflowError(ELIMINATION_ERROR)
+
+
+rule elimination_all:
+    input:
+        rules.elimination_ratings.output,
+
+
+ALL_TARGETS.extend(rules.elimination_all.input)

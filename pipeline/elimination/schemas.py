@@ -1,0 +1,198 @@
+"""pandera schemas of the Elimination Game's tables (validated when written and when read)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+
+PHASES = ["vote", "revote", "jury"]
+MESSAGE_KINDS = ["public", "tiebreak", "plea", "private"]
+
+
+class GamesSchema(pa.DataFrameModel):
+    """One row per game log read."""
+
+    game_id: str = pa.Field(unique=True)
+    file: str
+    seats: int = pa.Field(ge=0)
+    rounds: int = pa.Field(ge=0)
+    winner_seat: str = pa.Field(nullable=True)
+    winner_model: str = pa.Field(nullable=True)
+    rank_source: str = pa.Field(nullable=True, isin=["derived", "final_results"])
+    has_final_results: bool
+    matches_final_results: bool = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SeatsSchema(pa.DataFrameModel):
+    """Who sat where: one row per (game, seat)."""
+
+    game_id: str
+    seat: str
+    player_id: str
+    model: str
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class MessagesSchema(pa.DataFrameModel):
+    """Every message: public statements, tie-break statements, pleas, private messages."""
+
+    game_id: str
+    round: int = pa.Field(ge=0)
+    subround: int
+    kind: str = pa.Field(isin=MESSAGE_KINDS)
+    seat: str = pa.Field(nullable=True)
+    model: str = pa.Field(nullable=True)
+    target_seat: str = pa.Field(nullable=True)
+    target_model: str = pa.Field(nullable=True)
+    text: str
+    words: int = pa.Field(ge=0)  # words of the reply before any cut
+    words_recorded: int = pa.Field(ge=0)
+    cut: bool
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VotesSchema(pa.DataFrameModel):
+    """Every vote, re-vote and jury vote with its private reason; invalid votes have no target."""
+
+    game_id: str
+    round: int = pa.Field(ge=0)
+    phase: str = pa.Field(isin=PHASES)
+    voter_seat: str = pa.Field(nullable=True)
+    voter_model: str = pa.Field(nullable=True)
+    target_seat: str = pa.Field(nullable=True)
+    target_model: str = pa.Field(nullable=True)
+    valid: bool
+    reason: str = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class EliminationsSchema(pa.DataFrameModel):
+    """Eliminations in order; `jury` marks the finalist the jury voted out."""
+
+    game_id: str
+    round: int = pa.Field(ge=0)
+    order: int = pa.Field(ge=1)
+    seat: str
+    model: str = pa.Field(nullable=True)
+    jury: bool
+    tie_break: bool = pa.Field(nullable=True)
+    cumu_check: bool = pa.Field(nullable=True)  # absent from the original's later logs
+    random_pick: bool = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class PairsSchema(pa.DataFrameModel):
+    """Private partners of each round."""
+
+    game_id: str
+    round: int = pa.Field(ge=0)
+    seat_a: str
+    seat_b: str
+    model_a: str = pa.Field(nullable=True)
+    model_b: str = pa.Field(nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class FinalRanksSchema(pa.DataFrameModel):
+    """Final rank and partial points of every seat (rank null: the game did not finish)."""
+
+    game_id: str
+    seat: str
+    player_id: str
+    model: str
+    rank: int = pa.Field(ge=1, nullable=True)
+    points: float = pa.Field(ge=0, le=1, nullable=True)
+    recorded_rank: int = pa.Field(nullable=True)
+    seats: int = pa.Field(ge=1)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class LeaderboardSchema(pa.DataFrameModel):
+    """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games."""
+
+    rank: int = pa.Field(ge=1)
+    model: str = pa.Field(unique=True)
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    mu_lo: float = pa.Field(nullable=True)
+    mu_hi: float = pa.Field(nullable=True)
+    games: int = pa.Field(ge=0)
+    seats: int = pa.Field(ge=0)
+    points_sum: float = pa.Field(ge=0)
+    avg_points: float = pa.Field(ge=0, le=1, nullable=True)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class ModelStatsSchema(pa.DataFrameModel):
+    """The social metrics of each model (rates are null when their denominator is 0)."""
+
+    model: str = pa.Field(unique=True)
+    games: int = pa.Field(ge=0)
+    seats: int = pa.Field(ge=0)
+    wins: int = pa.Field(ge=0)
+    first_out: int = pa.Field(ge=0)
+    final2: int = pa.Field(ge=0)
+    final2_wins: int = pa.Field(ge=0)
+    final2_win_rate: float = pa.Field(ge=0, le=1, nullable=True)
+    private_chats: int = pa.Field(ge=0)
+    betrayals: int = pa.Field(ge=0)
+    betrayal_rate: float = pa.Field(ge=0, le=1, nullable=True)
+    betrayed: int = pa.Field(ge=0)
+    betrayed_rate: float = pa.Field(ge=0, le=1, nullable=True)
+    messages: int = pa.Field(ge=0)
+    avg_words: float = pa.Field(ge=0, nullable=True)
+    cut_messages: int = pa.Field(ge=0)
+    votes_cast: int = pa.Field(ge=0)
+    invalid_votes: int = pa.Field(ge=0)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class RankDistributionSchema(pa.DataFrameModel):
+    """Share of a model's seats that finished at each rank."""
+
+    model: str
+    rank: int = pa.Field(ge=1)
+    count: int = pa.Field(ge=0)
+    share: float = pa.Field(ge=0, le=1)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+TABLE_SCHEMAS: dict[str, type[pa.DataFrameModel]] = {
+    "games": GamesSchema,
+    "seats": SeatsSchema,
+    "messages": MessagesSchema,
+    "votes": VotesSchema,
+    "eliminations": EliminationsSchema,
+    "pairs": PairsSchema,
+    "final_ranks": FinalRanksSchema,
+}
