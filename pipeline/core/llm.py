@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import litellm
 import polars as pl
 
 from pipeline.core.io import atomic_open, content_id
@@ -28,9 +27,20 @@ from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, 
 
 log = logging.getLogger(__name__)
 
-litellm.suppress_debug_info = True
-# Providers that reject a parameter (seed, top_p...) get it dropped instead of failing the game.
-litellm.drop_params = True
+
+
+def _litellm() -> Any:
+    """litellm, imported on first use: it takes seconds to import, and a job whose answers all
+    come from the cache (or whose players are all bots) never needs it."""
+    import litellm
+
+    from pipeline.core.local import register_local_provider
+
+    litellm.suppress_debug_info = True
+    # Providers that reject a parameter (seed, top_p...) get it dropped instead of failing.
+    litellm.drop_params = True
+    register_local_provider()  # cheap when already registered; tests may reset the provider map
+    return litellm
 
 Message = Mapping[str, str]
 
@@ -57,6 +67,7 @@ class RequestError(GatewayError):
 
 def classify_error(exc: BaseException) -> str:
     """Map a litellm exception to an error kind of the calls table."""
+    litellm = _litellm()
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
         return "auth"
     if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
@@ -87,7 +98,7 @@ def key_env_names(model: str) -> list[str]:
     """The environment variables litellm reads a key from for `model` (e.g. OPENAI_API_KEY)."""
     # validate_environment lists only missing variables, so ask it with the keys hidden.
     with mock.patch.dict(os.environ, {}, clear=True):
-        missing = litellm.validate_environment(model=model).get("missing_keys", [])
+        missing = _litellm().validate_environment(model=model).get("missing_keys", [])
     names = [k for k in missing if "KEY" in k or "TOKEN" in k]
     return names or [f"{model.split('/', 1)[0].upper()}_API_KEY"]
 
@@ -236,7 +247,7 @@ def _cost(response: Any, entry: RosterEntry) -> float | None:
     if entry.provider == "local":
         return 0.0
     try:
-        return float(litellm.completion_cost(completion_response=response))
+        return float(_litellm().completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
         return None  # unknown price: null, never a made-up 0
 
@@ -305,9 +316,6 @@ class Gateway:
         self._checked: set[str] = set()
         # jitter only spreads retries in time; it never touches what is asked or answered
         self._jitter = random.Random(0)
-        from pipeline.core.local import register_local_provider
-
-        register_local_provider()
 
     # -- limits -----------------------------------------------------------------
     def _gate(self, provider: str) -> _ProviderGate:
@@ -328,7 +336,7 @@ class Gateway:
                 raise AuthError(auth_message(entry, [entry.api_key_env]))
             kwargs["api_key"] = value
         elif entry.name not in self._checked and entry.provider != "local" and "mock_response" not in entry.extra:
-            missing = litellm.validate_environment(model=entry.model).get("missing_keys", [])
+            missing = _litellm().validate_environment(model=entry.model).get("missing_keys", [])
             keys = [k for k in missing if "KEY" in k or "TOKEN" in k]
             if keys:
                 raise AuthError(auth_message(entry, keys))
@@ -379,7 +387,7 @@ class Gateway:
 
             try:
                 await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
-            except litellm.BadRequestError as exc:
+            except _litellm().BadRequestError as exc:
                 raise RequestError(f"roster entry {entry.name!r}: {_short(exc)}") from None
         gate = self._gate(entry.provider)
         attempt = 0
@@ -389,7 +397,7 @@ class Gateway:
                 await gate.limiter.wait()
                 started = time.monotonic()
                 try:
-                    response = await litellm.acompletion(
+                    response = await _litellm().acompletion(
                         model=entry.model,
                         messages=[dict(m) for m in messages],
                         seed=seed,
