@@ -1,0 +1,1 @@
+"""SKATE: models set and answer verifiable code-output-prediction questions (specs/skate.md)."""

@@ -1,0 +1,89 @@
+"""SKATE's scripted players: a ground truth of known skill.
+
+- `oracle`: answers every question correctly (it reads the correct letter from the request's
+  game state, which models never see).
+- `noisy`: answers correctly with probability `accuracy` (bot_options), else a wrong letter drawn
+  uniformly, so its true p(correct) is exactly `accuracy` on every question.
+- `setter`: writes template programs with plausible distractors (near-miss programs' outputs),
+  answers its own questions with `self_accuracy` (default 1) and others' with `accuracy`
+  (default 0.25, chance).
+
+All three can set questions (with the setter's templates) and answer them, so any of them may be
+a full player; only the names params/skate.yaml lists are built.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+from pipeline.skate.parsing import LETTERS
+from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
+
+DESCRIPTION_PREFIX = "template:"
+
+
+def _accuracy(options: Mapping[str, Any], key: str, default: float) -> float:
+    value = float(options.get(key, default))
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"bot option {key} must be in [0, 1], got {value}")
+    return value
+
+
+def write_question(request: MoveRequest, rng: random.Random, distractors: int = 9) -> str:
+    """A template question in the format setters are asked for."""
+    used = {
+        d.split(DESCRIPTION_PREFIX, 1)[1].split()[0]
+        for d in request.state.get("history", ())
+        if DESCRIPTION_PREFIX in d
+    }
+    template = draw_template(rng, used)
+    answer = run_trusted(template.program)
+    wrong = plausible_distractors(template, answer, distractors, rng)
+    listed = "\n".join(f"{i}. {w}" for i, w in enumerate(wrong, start=1))
+    return (
+        f"DESCRIPTION: {DESCRIPTION_PREFIX}{template.family} {template.description}\n"
+        f"PROGRAM:\n```python\n{template.program}\n```\nDISTRACTORS:\n{listed}\n"
+    )
+
+
+def answer_letter(request: MoveRequest, rng: random.Random, accuracy: float) -> str:
+    correct = request.state.get("correct")
+    choices = request.choices or LETTERS
+    if correct not in choices:  # no ground truth given: guess
+        return rng.choice(choices)
+    if rng.random() < accuracy:
+        return correct
+    return rng.choice([c for c in choices if c != correct])
+
+
+def _policy(answer_accuracy: float, own_accuracy: float, distractors: int) -> BotPolicy:
+    def policy(request: MoveRequest, rng: random.Random) -> str:
+        if request.kind == "set":
+            return write_question(request, rng, distractors)
+        own = request.state.get("setter") is not None and request.state.get("setter") == request.state.get("answerer")
+        return answer_letter(request, rng, own_accuracy if own else answer_accuracy)
+
+    return policy
+
+
+@register_bot("oracle", game="skate")
+def oracle_bot(options: Mapping[str, Any]) -> BotPolicy:
+    return _policy(1.0, 1.0, int(options.get("distractors", 9)))
+
+
+@register_bot("noisy", game="skate")
+def noisy_bot(options: Mapping[str, Any]) -> BotPolicy:
+    accuracy = _accuracy(options, "accuracy", 0.6)
+    return _policy(accuracy, accuracy, int(options.get("distractors", 9)))
+
+
+@register_bot("setter", game="skate")
+def setter_bot(options: Mapping[str, Any]) -> BotPolicy:
+    return _policy(
+        _accuracy(options, "accuracy", 0.25),
+        _accuracy(options, "self_accuracy", 1.0),
+        int(options.get("distractors", 9)),
+    )

@@ -1,0 +1,176 @@
+"""`params/skate.yaml`: who plays, how the game runs, how answers are scored and ranked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pipeline.core.params import ParamsError, load_params
+from pipeline.core.rating import RatingParams
+from pipeline.core.roster import ModelsParams
+from pipeline.core.sandbox import SandboxLimits
+
+Strategy = Literal[
+    "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
+]
+STRATEGIES: tuple[str, ...] = (
+    "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
+)
+RankingMode = Literal["relative", "absolute"]
+AnswerMode = Literal["auto", "adaptive", "exact"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SandboxParams(Strict):
+    cpu_s: float = Field(2.0, gt=0, le=600, description="CPU seconds a question's program may use")
+    wall_s: float = Field(5.0, gt=0, le=600, description="wall-clock seconds before the program is killed")
+    memory_mb: int = Field(256, ge=32, le=65536, description="address-space limit in MiB")
+    output_bytes: int = Field(65536, ge=1024, description="bytes of output before the program is stopped")
+    processes: int = Field(16, ge=1, le=4096, description="processes/threads the program may start")
+    allow_unisolated: bool = Field(
+        False,
+        description="true runs programs with rlimits only when no namespace isolation works "
+        "(no network or file-system isolation): only on a machine you can throw away",
+    )
+
+    def limits(self) -> SandboxLimits:
+        return SandboxLimits(self.cpu_s, self.wall_s, self.memory_mb, self.output_bytes, self.processes)
+
+
+class GenerationParams(Strict):
+    max_tokens: int | None = Field(
+        None, ge=1, description="token cap of a setter's reply; null: the roster entry's max_tokens"
+    )
+    max_program_chars: int = Field(4000, ge=20, description="longer programs are rejected")
+    max_output_chars: int = Field(
+        200, ge=1, description="a program printing more than this (as one option line) is rejected"
+    )
+    max_context_items: int = Field(
+        30, ge=0, description="at most this many earlier questions enter a setter's prompt (latest first)"
+    )
+
+
+class AnsweringParams(Strict):
+    mode: AnswerMode = Field(
+        "auto",
+        description="auto (exact for local/ models and exact_players, adaptive for the rest), "
+        "adaptive, or exact",
+    )
+    exact_players: list[str] = Field(
+        default_factory=list,
+        description="roster names whose provider returns next-token log-probabilities (auto mode "
+        "uses exact mode for them)",
+    )
+    sigma_stop: float = Field(0.05, gt=0, lt=0.5, description="stop sampling when the standard error is at most this")
+    min_samples: int = Field(10, ge=1, description="adaptive mode's floor of samples per question")
+    max_samples: int = Field(100, ge=1, description="adaptive mode's cap of samples per question")
+    exact_option_sets: int = Field(
+        8, ge=1, le=1000, description="option sets averaged in exact mode (one call each)"
+    )
+    top_logprobs: int = Field(20, ge=4, le=20, description="alternatives per token asked for in exact mode")
+    max_tokens: int = Field(8, ge=1, description="token cap of an answer in adaptive mode")
+    few_shot: int = Field(
+        2, ge=0, le=3, description="solved example questions (0-3) shown before each question, as "
+        "earlier chat turns; base models then answer with a letter"
+    )
+
+    @model_validator(mode="after")
+    def _floor_below_cap(self) -> AnsweringParams:
+        if self.min_samples > self.max_samples:
+            raise ValueError(f"min_samples ({self.min_samples}) must not exceed max_samples ({self.max_samples})")
+        return self
+
+
+class RankingParams(Strict):
+    primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
+    pass_threshold: float = Field(0.55, gt=0, le=1, description="absolute mode: p(correct) at or above this passes")
+    passes: int = Field(20, ge=1, le=1000, description="TrueSkill passes over shuffled event orders")
+    mu: float = Field(25.0, description="TrueSkill prior mean")
+    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
+    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
+    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
+    draw_probability: float = Field(
+        0.2, gt=0, lt=1, description="TrueSkill draw probability in (0, 1): pairs often draw here"
+    )
+
+    def rating_params(self) -> RatingParams:
+        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
+
+
+class SkateParams(Strict):
+    players: list[str] = Field(
+        min_length=1,
+        description="roster names (params/models.yaml) that set one question per round and answer "
+        "every question",
+    )
+    answer_only: list[str] = Field(
+        default_factory=list,
+        description="roster names that answer every question of the game but set none (their "
+        "answers never enter a setter's prompt)",
+    )
+    rounds: int = Field(2, ge=1, le=1000, description="rounds of the game (paper: 50)")
+    attempts: int = Field(5, ge=1, le=50, description="tries per setter and round to write a valid, unique question")
+    strategy: Strategy = Field(
+        "historical_performance",
+        description="what enters a setter's prompt: no_info, historical_tasks, "
+        "historical_performance, full_personal_context or full_context",
+    )
+    similarity_threshold: float = Field(
+        0.9, gt=0, le=1, description="a question whose cosine similarity to one of its setter's "
+        "earlier questions reaches this is not unique"
+    )
+    seed: int = Field(0, ge=0, description="seeds every random choice of the game")
+    generation: GenerationParams = Field(default_factory=GenerationParams, description="setter reply limits")
+    answering: AnsweringParams = Field(default_factory=AnsweringParams, description="how p(correct) is estimated")
+    ranking: RankingParams = Field(default_factory=RankingParams, description="pairwise TrueSkill settings")
+    sandbox: SandboxParams = Field(default_factory=SandboxParams, description="limits of the program sandbox")
+
+    @field_validator("players", "answer_only")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        repeated = sorted({v for v in value if value.count(v) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed twice; list each once")
+        return value
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> SkateParams:
+        both = sorted(set(self.players) & set(self.answer_only))
+        if both:
+            raise ValueError(f"{', '.join(both)} in both players and answer_only; keep each in one list")
+        return self
+
+    @property
+    def answerers(self) -> list[str]:
+        return [*self.players, *self.answer_only]
+
+    def check_roster(self, models: ModelsParams, source: str) -> None:
+        """Every name must be a roster entry: stop with a message naming the file and the fix."""
+        known = {e.name for e in models.roster}
+        for field in ("players", "answer_only"):
+            for name in getattr(self, field):
+                if name not in known:
+                    raise ParamsError(
+                        f"{source}: {field}: {name!r} is not in the roster (params/models.yaml); "
+                        f"known: {', '.join(sorted(known))}"
+                    )
+
+    def answer_mode(self, models: ModelsParams, name: str) -> Literal["adaptive", "exact"]:
+        """Exact mode needs next-token log-probabilities: local models and listed players."""
+        entry = models.entry(name)
+        if entry.is_bot:
+            return "adaptive"
+        if self.answering.mode != "auto":
+            return self.answering.mode
+        if entry.provider == "local" or name in self.answering.exact_players:
+            return "exact"
+        return "adaptive"
+
+
+def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:
+    return load_params(SkateParams, path)

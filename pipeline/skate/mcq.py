@@ -1,0 +1,177 @@
+"""Robust p(correct): how often a player picks the true output among shuffled options.
+
+A sample shows the program with four options (the true output and 3 of the 9 distractors, in
+random order). Option set i of a question is the same for every answerer (common random
+numbers make answerers' estimates comparable) and depends only on the question and i.
+
+- Adaptive mode draws samples until the standard error (see `standard_error`) is at most
+  sigma_stop, with at least min_samples and at most max_samples.
+- Exact mode reads the first answer token's log-probabilities and computes, for each of a fixed
+  number of option sets, the probability of the correct letter under the player's sampling
+  temperature, renormalised over the letter tokens A-D; p(correct) is their mean. No sampling
+  noise, one call per option set. `letter_mass` records how much of the distribution fell on
+  letters at all.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pipeline.core.io import seed_from
+from pipeline.core.params import ParamsError
+from pipeline.skate.config import AnsweringParams
+from pipeline.skate.parsing import LETTERS, parse_answer
+from pipeline.skate.prompts import answer_messages
+
+if TYPE_CHECKING:  # the gateway's import of litellm costs seconds; jobs without players skip it
+    from pipeline.core.llm import TokenLogprob
+    from pipeline.core.players import MoveRequest, Player
+
+
+@dataclass(frozen=True)
+class Question:
+    question_id: str
+    round: int
+    setter: str
+    description: str
+    program: str
+    answer: str
+    distractors: tuple[str, ...]
+
+
+def option_set(question: Question, index: int, game_seed: int) -> tuple[tuple[str, ...], str]:
+    """(four options in display order, the correct letter) for sample `index` of `question`."""
+    rng = random.Random(seed_from("skate-options", game_seed, question.question_id, index))
+    options = [question.answer, *rng.sample(list(question.distractors), 3)]
+    rng.shuffle(options)
+    return tuple(options), LETTERS[options.index(question.answer)]
+
+
+def standard_error(correct: int, n: int) -> float:
+    """Standard error of the running p(correct), from a slightly smoothed p.
+
+    The plain sqrt(p(1-p)/n) is 0 after any all-wrong or all-right start (0 of 10), which
+    would stop sampling a 10%-accuracy answerer at p = 0; shrinking p by half a sample toward
+    0.5 keeps such streaks honest (0 of 10 gives 0.066, 0 of 20 gives 0.034).
+    """
+    if n == 0:
+        return math.inf
+    p = (correct + 0.5) / (n + 1)
+    return math.sqrt(p * (1.0 - p) / n)
+
+
+def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[str, float], float]:
+    """(P(letter) over A-D at `temperature`, probability mass of letter tokens at temperature 1)."""
+    logps: dict[str, list[float]] = {letter: [] for letter in LETTERS}
+    for token, logprob in first.top or ((first.token, first.logprob),):
+        text = token.strip()
+        if len(text) == 1 and text.upper() in logps:
+            logps[text.upper()].append(logprob)
+    merged = {
+        letter: math.log(sum(math.exp(v) for v in values)) for letter, values in logps.items() if values
+    }
+    mass = sum(math.exp(v) for v in merged.values())
+    if not merged:
+        return {letter: 0.0 for letter in LETTERS}, 0.0
+    if temperature <= 0:
+        best = max(merged, key=lambda k: (merged[k], -LETTERS.index(k)))
+        return {letter: float(letter == best) for letter in LETTERS}, mass
+    top = max(merged.values())
+    weights = {k: math.exp((v - top) / temperature) for k, v in merged.items()}
+    total = sum(weights.values())
+    return {letter: weights.get(letter, 0.0) / total for letter in LETTERS}, mass
+
+
+def _request(question: Question, options: Sequence[str], correct: str, answerer: str, index: int,
+             max_tokens: int | None, top_logprobs: int | None, few_shot: int) -> MoveRequest:
+    from pipeline.core.players import MoveRequest
+
+    return MoveRequest(
+        messages=answer_messages(question.program, options, few_shot),
+        key=f"answer/{question.question_id}/{index}",
+        kind="answer",
+        choices=LETTERS,
+        max_tokens=max_tokens,
+        top_logprobs=top_logprobs,
+        sample_index=index,
+        state={"correct": correct, "setter": question.setter, "answerer": answerer,
+               "question_id": question.question_id},
+    )
+
+
+def _row(question: Question, answerer: str, mode: str, index: int, options: Sequence[str], correct: str,
+         reply: str, parsed: str | None, p_correct: float, letter_mass: float | None) -> dict[str, Any]:
+    return {
+        "question_id": question.question_id, "round": question.round, "setter": question.setter,
+        "answerer": answerer, "mode": mode, "sample_index": index,
+        "options": "\n".join(options), "correct_letter": correct, "reply": reply, "parsed": parsed,
+        "p_correct": p_correct, "letter_mass": letter_mass,
+    }
+
+
+async def answer_adaptive(
+    player: Player, question: Question, settings: AnsweringParams, game_seed: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Samples until the standard error is at most sigma_stop (between the floor and the cap)."""
+    rows: list[dict[str, Any]] = []
+    hits = 0
+    for index in range(settings.max_samples):
+        options, correct = option_set(question, index, game_seed)
+        reply = await player.act(
+            _request(question, options, correct, player.name, index, settings.max_tokens, None, settings.few_shot)
+        )
+        parsed = parse_answer(reply.text, options)
+        hits += parsed == correct
+        rows.append(_row(question, player.name, "adaptive", index, options, correct, reply.text, parsed,
+                         float(parsed == correct), None))
+        n = index + 1
+        if n >= settings.min_samples and standard_error(hits, n) <= settings.sigma_stop:
+            break
+    n = len(rows)
+    return rows, {"p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n}
+
+
+async def answer_exact(
+    player: Player, question: Question, settings: AnsweringParams, game_seed: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Mean over a fixed number of option sets of P(correct letter) from next-token log-probs."""
+    temperature = player.entry.sampling.temperature
+    rows: list[dict[str, Any]] = []
+    for index in range(settings.exact_option_sets):
+        options, correct = option_set(question, index, game_seed)
+        reply = await player.act(
+            _request(question, options, correct, player.name, index, 1, settings.top_logprobs, settings.few_shot)
+        )
+        if not reply.logprobs:
+            raise ParamsError(
+                f"roster entry {player.name!r} returned no log-probabilities, so exact mode cannot "
+                "score it: remove it from answering.exact_players in params/skate.yaml or set "
+                "answering.mode: adaptive"
+            )
+        distribution, mass = letter_distribution(reply.logprobs[0], temperature)
+        rows.append(_row(question, player.name, "exact", index, options, correct, reply.text,
+                         parse_answer(reply.text, options), distribution[correct], mass))
+    values = [r["p_correct"] for r in rows]
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1) / len(values))
+    return rows, {"p_correct": mean, "std_error": spread, "samples": len(rows)}
+
+
+async def answer_question(
+    player: Player, question: Question, mode: str, settings: AnsweringParams, game_seed: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if mode == "exact":
+        return await answer_exact(player, question, settings, game_seed)
+    return await answer_adaptive(player, question, settings, game_seed)
+
+
+def summary_row(question: Question, answerer: str, mode: str, summary: Mapping[str, Any], answer_only: bool) -> dict[str, Any]:
+    return {
+        "question_id": question.question_id, "round": question.round, "setter": question.setter,
+        "answerer": answerer, "mode": mode, "p_correct": summary["p_correct"],
+        "std_error": summary["std_error"], "samples": summary["samples"], "answer_only": answer_only,
+    }

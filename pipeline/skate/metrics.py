@@ -1,0 +1,139 @@
+"""Per-model analyses of a SKATE game, all computed from the p(correct) table.
+
+- answering skill: mean p(correct) on questions set by others;
+- asking skill: 1 - mean p(correct) of the other answerers on the model's questions;
+- self-preference: mean over the model's questions of its p(correct) minus the others' mean,
+  also restricted to the questions where its own p(correct) >= 0.5 (a setter that checks it can
+  answer before asking);
+- points of difference: the variance of p(correct) across answerers per question.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+CONFIDENT = 0.5
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _by_question(pcorrect: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for row in pcorrect.iter_rows(named=True):
+        entry = table.setdefault(row["question_id"], {"setter": row["setter"], "round": row["round"], "p": {}})
+        entry["p"][row["answerer"]] = row["p_correct"]
+    return table
+
+
+def skills(pcorrect: pl.DataFrame, models: Sequence[str]) -> dict[str, dict[str, float | None]]:
+    questions = _by_question(pcorrect)
+    result: dict[str, dict[str, float | None]] = {}
+    for model in models:
+        answering = [q["p"][model] for q in questions.values() if q["setter"] != model and model in q["p"]]
+        others_on_mine: list[float] = []
+        preference: list[float] = []
+        preference_confident: list[float] = []
+        own: list[float] = []
+        for q in questions.values():
+            if q["setter"] != model:
+                continue
+            others = [p for name, p in q["p"].items() if name != model]
+            others_on_mine += others
+            if model in q["p"]:
+                own.append(q["p"][model])
+            if model in q["p"] and others:
+                gap = q["p"][model] - sum(others) / len(others)
+                preference.append(gap)
+                if q["p"][model] >= CONFIDENT:
+                    preference_confident.append(gap)
+        asking = _mean(others_on_mine)
+        result[model] = {
+            "answering_skill": _mean(answering),
+            "asking_skill": None if asking is None else 1.0 - asking,
+            "self_preference": _mean(preference),
+            "self_preference_confident": _mean(preference_confident),
+            "p_correct_own_questions": _mean(own),
+        }
+    return result
+
+
+def variance_table(pcorrect: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """One row per answered question: population variance of p(correct) across answerers."""
+    accepted = {
+        r["question_id"]: r for r in questions.filter(pl.col("status") == "accepted").iter_rows(named=True)
+    }
+    rows = []
+    for question_id, q in sorted(_by_question(pcorrect).items()):
+        values = list(q["p"].values())
+        mean = sum(values) / len(values)
+        source = accepted.get(question_id, {})
+        rows.append({
+            "question_id": question_id, "round": q["round"], "setter": q["setter"],
+            "variance": sum((v - mean) ** 2 for v in values) / len(values), "answerers": len(values),
+            "description": source.get("description") or "", "program": source.get("program") or "",
+            "answer": source.get("answer") or "",
+            "p_correct_by_answerer": json.dumps({k: round(v, 4) for k, v in sorted(q["p"].items())}),
+        })
+    schema = {"question_id": pl.String, "round": pl.Int64, "setter": pl.String, "variance": pl.Float64,
+              "answerers": pl.Int64, "description": pl.String, "program": pl.String, "answer": pl.String,
+              "p_correct_by_answerer": pl.String}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def cumulative_by_round(pcorrect: pl.DataFrame, rounds: int) -> pl.DataFrame:
+    """Per answerer and round: cumulative mean p(correct) on its own questions and on others'."""
+    rows = []
+    for answerer in sorted(set(pcorrect["answerer"].to_list())):
+        mine = pcorrect.filter(pl.col("answerer") == answerer)
+        for which, frame in (
+            ("own questions", mine.filter(pl.col("setter") == answerer)),
+            ("others' questions", mine.filter(pl.col("setter") != answerer)),
+        ):
+            for r in range(1, rounds + 1):
+                upto = frame.filter(pl.col("round") <= r)["p_correct"].to_list()
+                if upto:
+                    rows.append((answerer, which, r, sum(upto) / len(upto), len(upto)))
+    return pl.DataFrame(
+        rows, schema={"answerer": pl.String, "questions": pl.String, "round": pl.Int64,
+                      "cumulative_p_correct": pl.Float64, "n": pl.Int64}, orient="row",
+    )
+
+
+def metrics_json(
+    ratings: pl.DataFrame, pcorrect: pl.DataFrame, questions: pl.DataFrame, setter_rounds: pl.DataFrame,
+    models: Sequence[str], primary: str = "relative",
+) -> dict[str, dict[str, float | int | None]]:
+    """{model: {metric: value}}: numbers only, null where a metric does not apply.
+
+    trueskill_mu / trueskill_sigma repeat the primary ranking mode's values (the headline)."""
+    skill = skills(pcorrect, models)
+    result: dict[str, dict[str, float | int | None]] = {}
+    for model in models:
+        entry: dict[str, float | int | None] = {}
+        for row in ratings.filter(pl.col("player") == model).iter_rows(named=True):
+            entry[f"trueskill_{row['mode']}_mu"] = round(row["mu"], 4)
+            entry[f"trueskill_{row['mode']}_sigma"] = round(row["sigma"], 4)
+            if row["mode"] == primary:
+                entry["trueskill_mu"] = round(row["mu"], 4)
+                entry["trueskill_sigma"] = round(row["sigma"], 4)
+        for name, value in skill[model].items():
+            entry[name] = None if value is None else round(value, 4)
+        answered = pcorrect.filter(pl.col("answerer") == model)
+        entry["questions_answered"] = answered.height
+        entry["p_correct_mean"] = round(answered["p_correct"].mean(), 4) if answered.height else None
+        entry["answer_calls_mean"] = round(answered["samples"].mean(), 2) if answered.height else None
+        entry["exact_mode"] = int(answered.height > 0 and bool((answered["mode"] == "exact").all()))
+        mine = setter_rounds.filter(pl.col("setter") == model)
+        if mine.height:
+            entry["questions_entered"] = mine.filter(pl.col("outcome") == "question").height
+            attempts = questions.filter(pl.col("setter") == model)
+            entry["attempts"] = attempts.height
+            entry["valid_rate"] = round(attempts.filter(pl.col("status") != "invalid").height / max(1, attempts.height), 4)
+        result[model] = entry
+    return result

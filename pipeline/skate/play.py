@@ -1,0 +1,45 @@
+"""The whole game in one process, in schedule order, without Snakemake.
+
+The pipeline runs each job as its own Snakemake job (cached, resumable, parallel); this runs the
+same job functions one after another, for quick experiments, tests and benchmarks. Outputs land
+in the same places, so a later `snakemake skate_all` finds them done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.llm import Gateway
+from pipeline.core.roster import ModelsParams
+from pipeline.core.sandbox import Sandbox
+from pipeline.skate.config import SkateParams
+from pipeline.skate.engine import run_answer, run_generate, write_answer, write_generate
+from pipeline.skate.report import write_rate, write_report
+from pipeline.skate.rounds import run_round, write_round
+from pipeline.skate.schedule import build_schedule
+
+
+def play_game(
+    params: SkateParams, models: ModelsParams, out: str | Path, *, report: bool = True,
+    sandbox: Sandbox | None = None, cache_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Play every round, rate, and (when `report`) write metrics and plots; returns the metrics
+    (or the rate summary without a report)."""
+    schedule = build_schedule(params, models)
+    box = sandbox or Sandbox(params.sandbox.limits(), allow_unisolated=params.sandbox.allow_unisolated)
+    for r in range(1, params.rounds + 1):
+        for setter in params.players:
+            job = schedule.generate[(r, setter)]
+            gateway = Gateway(models, job=f"skate/generate/{job.job_id}", cache_dir=cache_dir)
+            record = asyncio.run(run_generate(params, models, schedule, job, out, gateway, box))
+            write_generate(out, record, gateway)
+        write_round(out, run_round(params, schedule.rounds[r], out))
+        for answerer in params.answerers:
+            job = schedule.answers[(r, answerer)]
+            gateway = Gateway(models, job=f"skate/answer/{job.job_id}", cache_dir=cache_dir)
+            samples, summary = asyncio.run(run_answer(params, models, job, out, gateway))
+            write_answer(out, job, samples, summary, gateway)
+    summary = write_rate(params, schedule, out, out)
+    return write_report(params, out) if report else summary

@@ -1,0 +1,129 @@
+"""The stage's closing jobs.
+
+rate: every job's output in, the game's tables and multi-pass pairwise TrueSkill (both modes) out.
+report: tables in, metrics.json, the spec's plots and the points-of-difference list out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import write_json_atomic, write_text_atomic
+from pipeline.core.schemas import CallsSchema, read_table, write_table
+from pipeline.skate.config import SkateParams
+from pipeline.skate.metrics import cumulative_by_round, metrics_json, skills, variance_table
+from pipeline.skate.outputs import rate_outputs, report_outputs  # noqa: F401  (re-exported)
+from pipeline.skate.plots import write_plots
+from pipeline.skate.ranking import MODES, history, question_games, ratings
+from pipeline.skate.schedule import Schedule, answer_paths, generate_path
+from pipeline.skate.schemas import (
+    PCorrectSchema,
+    QuestionsSchema,
+    RatingHistorySchema,
+    SamplesSchema,
+    SetterRoundsSchema,
+    SkateRatingsSchema,
+    VarianceSchema,
+)
+
+def _questions_tables(schedule: Schedule, out: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    attempts, setter_rounds = [], []
+    for job in schedule.generate.values():
+        record = json.loads(generate_path(out, job.job_id).read_text(encoding="utf-8"))
+        for a in record["attempts"]:
+            attempts.append({
+                "round": record["round"], "setter": record["setter"], "attempt": a["attempt"],
+                "status": a["status"], "failure_kind": a["failure_kind"], "failure": a["failure"],
+                "question_id": a["question_id"], "description": a["description"], "program": a["program"],
+                "answer": a["answer"], "distractors": json.dumps(a["distractors"], ensure_ascii=False),
+                "n_distractors": len(a["distractors"]), "max_similarity": a["max_similarity"],
+                "similar_to": a["similar_to"], "reply": a["reply"], "generate_job": job.job_id,
+            })
+        question = record["question"]
+        setter_rounds.append({
+            "round": record["round"], "setter": record["setter"],
+            "question_id": None if question is None else question["question_id"],
+            "attempts_used": len(record["attempts"]),
+            "outcome": "no_question" if question is None else "question",
+        })
+    q_schema = {"round": pl.Int64, "setter": pl.String, "attempt": pl.Int64, "status": pl.String,
+                "failure_kind": pl.String, "failure": pl.String, "question_id": pl.String,
+                "description": pl.String, "program": pl.String, "answer": pl.String, "distractors": pl.String,
+                "n_distractors": pl.Int64, "max_similarity": pl.Float64, "similar_to": pl.String,
+                "reply": pl.String, "generate_job": pl.String}
+    s_schema = {"round": pl.Int64, "setter": pl.String, "question_id": pl.String, "attempts_used": pl.Int64,
+                "outcome": pl.String}
+    return (pl.DataFrame(attempts, schema=q_schema, orient="row"),
+            pl.DataFrame(setter_rounds, schema=s_schema, orient="row"))
+
+
+def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, out: str | Path) -> dict[str, Any]:
+    """Collect every job's output into the game's tables; rate both ranking modes."""
+    out = Path(out)
+    questions, setter_rounds = _questions_tables(schedule, games_dir)
+    answers = list(schedule.answers.values())
+    samples = pl.concat([read_table(answer_paths(games_dir, a.job_id)["samples"], SamplesSchema) for a in answers])
+    pcorrect = pl.concat([read_table(answer_paths(games_dir, a.job_id)["pcorrect"], PCorrectSchema) for a in answers])
+    calls = [read_table(answer_paths(games_dir, a.job_id)["calls"], CallsSchema) for a in answers]
+    calls += [read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
+              for g in schedule.generate.values()]
+    rating_params = params.ranking.rating_params()
+    rating_frames, history_frames = [], []
+    events = 0
+    for mode in MODES:
+        games = question_games(pcorrect, mode, params.answering.sigma_stop, params.ranking.pass_threshold, params.players)
+        events += sum(len(g.games) for g in games)
+        rating_frames.append(ratings(games, rating_params, params.ranking.passes, params.seed, mode))
+        history_frames.append(history(games, rating_params, mode))
+    write_table(out / "questions.parquet", questions, QuestionsSchema, sort_by=["round", "setter", "attempt"])
+    write_table(out / "setter_rounds.parquet", setter_rounds, SetterRoundsSchema, sort_by=["round", "setter"])
+    write_table(out / "samples.parquet", samples, SamplesSchema, sort_by=["round", "question_id", "answerer", "sample_index"])
+    write_table(out / "pcorrect.parquet", pcorrect, PCorrectSchema, sort_by=["round", "question_id", "answerer"])
+    write_table(out / "calls.parquet", pl.concat(calls), CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
+    write_table(out / "ratings.parquet", pl.concat(rating_frames), SkateRatingsSchema, sort_by=["mode", "player"])
+    write_table(out / "rating_history.parquet", pl.concat(history_frames), RatingHistorySchema, sort_by=["mode", "step", "player"])
+    return {"questions": pcorrect["question_id"].n_unique(), "attempts": questions.height,
+            "samples": samples.height, "events": events}
+
+
+def _points_of_difference(variance: pl.DataFrame, limit: int = 5) -> str:
+    lines = ["# Points of difference", "",
+             "Questions on which the models' p(correct) differ most (variance across answerers).", ""]
+    top = variance.sort(["variance", "question_id"], descending=[True, False]).head(limit)
+    if top.height == 0:
+        lines.append("No question was answered.")
+    for row in top.iter_rows(named=True):
+        scores = ", ".join(f"{k} {v:.2f}" for k, v in json.loads(row["p_correct_by_answerer"]).items())
+        lines += [
+            f"## {row['question_id']} (round {row['round']}, set by {row['setter']}), variance {row['variance']:.3f}",
+            "", f"{row['description']}", "", "```python", row["program"], "```", "",
+            f"Output: `{row['answer']}`", "", f"p(correct): {scores}", "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
+    out = Path(out)
+    questions = read_table(out / "questions.parquet", QuestionsSchema)
+    setter_rounds = read_table(out / "setter_rounds.parquet", SetterRoundsSchema)
+    pcorrect = read_table(out / "pcorrect.parquet", PCorrectSchema)
+    rating_table = read_table(out / "ratings.parquet", SkateRatingsSchema)
+    rating_history = read_table(out / "rating_history.parquet", RatingHistorySchema)
+    models = params.answerers
+    variance = variance_table(pcorrect, questions)
+    write_table(out / "variance.parquet", variance, VarianceSchema, sort_by=["question_id"])
+    write_text_atomic(out / "points_of_difference.md", _points_of_difference(variance))
+    skill_rows = [{"model": m, **values} for m, values in skills(pcorrect, models).items()]
+    skill_frame = pl.DataFrame(skill_rows, schema={
+        "model": pl.String, "answering_skill": pl.Float64, "asking_skill": pl.Float64,
+        "self_preference": pl.Float64, "self_preference_confident": pl.Float64,
+        "p_correct_own_questions": pl.Float64,
+    }, orient="row")
+    metrics = metrics_json(rating_table, pcorrect, questions, setter_rounds, models, params.ranking.primary)
+    write_json_atomic(out / "metrics.json", metrics)
+    write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds), variance)
+    return metrics

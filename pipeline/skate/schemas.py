@@ -1,0 +1,136 @@
+"""pandera schemas of SKATE's tables (validated when written and when read)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+
+from pipeline.skate.verify import FAILURE_KINDS
+
+
+
+class QuestionsSchema(pa.DataFrameModel):
+    """One row per setter attempt: what was written, what the sandbox printed, why it failed."""
+
+    round: int = pa.Field(ge=1)
+    setter: str
+    attempt: int = pa.Field(ge=1)
+    status: str = pa.Field(isin=["accepted", "invalid", "not_unique"])
+    failure_kind: str = pa.Field(nullable=True, isin=list(FAILURE_KINDS))
+    failure: str = pa.Field(nullable=True)
+    question_id: str = pa.Field(nullable=True)
+    description: str
+    program: str = pa.Field(nullable=True)
+    answer: str = pa.Field(nullable=True)  # the sandbox's output as an option line
+    distractors: str  # JSON list of the cleaned distractors
+    n_distractors: int = pa.Field(ge=0)
+    max_similarity: float = pa.Field(nullable=True)
+    similar_to: str = pa.Field(nullable=True)
+    reply: str
+    generate_job: str
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SetterRoundsSchema(pa.DataFrameModel):
+    """One row per (round, setter): the question it entered, or none after all attempts."""
+
+    round: int = pa.Field(ge=1)
+    setter: str
+    question_id: str = pa.Field(nullable=True)
+    attempts_used: int = pa.Field(ge=0)
+    outcome: str = pa.Field(isin=["question", "no_question"])
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SamplesSchema(pa.DataFrameModel):
+    """Every answer drawn (adaptive) or scored from log-probabilities (exact)."""
+
+    question_id: str
+    round: int = pa.Field(ge=1)
+    setter: str
+    answerer: str
+    mode: str = pa.Field(isin=["adaptive", "exact"])
+    sample_index: int = pa.Field(ge=0)
+    options: str  # the four options in display order, one per line
+    correct_letter: str = pa.Field(isin=["A", "B", "C", "D"])
+    reply: str
+    parsed: str = pa.Field(nullable=True, isin=["A", "B", "C", "D"])
+    p_correct: float = pa.Field(ge=0, le=1)  # 0/1 for a drawn answer
+    letter_mass: float = pa.Field(nullable=True, ge=0, le=1.0001)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class PCorrectSchema(pa.DataFrameModel):
+    """p(correct) per question and answerer, with the mode that measured it."""
+
+    question_id: str
+    round: int = pa.Field(ge=1)
+    setter: str
+    answerer: str
+    mode: str = pa.Field(isin=["adaptive", "exact"])
+    p_correct: float = pa.Field(ge=0, le=1)
+    std_error: float = pa.Field(ge=0)
+    samples: int = pa.Field(ge=1)
+    answer_only: bool
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class SkateRatingsSchema(pa.DataFrameModel):
+    """Multi-pass pairwise TrueSkill per ranking mode."""
+
+    mode: str = pa.Field(isin=["relative", "absolute"])
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    mu_sd: float = pa.Field(ge=0)
+    events: int = pa.Field(ge=0)
+    passes: int = pa.Field(ge=1)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class RatingHistorySchema(pa.DataFrameModel):
+    """TrueSkill after each question, in game order (one pass)."""
+
+    mode: str = pa.Field(isin=["relative", "absolute"])
+    step: int = pa.Field(ge=1)
+    round: int = pa.Field(ge=1)
+    question_id: str
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class VarianceSchema(pa.DataFrameModel):
+    """Points of difference: how much answerers disagree on each question."""
+
+    question_id: str
+    round: int = pa.Field(ge=1)
+    setter: str
+    variance: float = pa.Field(ge=0)
+    answerers: int = pa.Field(ge=1)
+    description: str
+    program: str
+    answer: str
+    p_correct_by_answerer: str  # JSON object
+
+    class Config:
+        strict = True
+        coerce = True

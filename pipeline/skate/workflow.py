@@ -1,0 +1,72 @@
+"""What SKATE's Snakemake rules need at parse time: the schedule's job ids and each job's inputs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.params import ParamsError
+from pipeline.skate.outputs import rate_outputs, report_outputs
+from pipeline.skate.schedule import Schedule, answer_paths, generate_inputs, generate_path, round_path
+
+__all__ = ["SkateWorkflow", "rate_outputs", "report_outputs"]
+
+
+class SkateWorkflow:
+    """The schedule of params/skate.yaml, or an empty one (with a warning) when it cannot be read.
+
+    A broken params file must not stop other rooms' targets from parsing: skate's rate job then
+    runs alone and fails with the full message naming the file, the field and the fix.
+    """
+
+    def __init__(self, params_path: str, models_path: str, out: str = "results/skate") -> None:
+        self.out = out
+        self.schedule: Schedule | None = None
+        self.settings: dict[str, Any] = {}
+        if not Path(params_path).exists():
+            return
+        from pipeline.core.roster import load_models
+        from pipeline.skate.config import load_skate
+        from pipeline.skate.schedule import build_schedule
+
+        try:
+            params = load_skate(params_path)
+            self.schedule = build_schedule(params, load_models(models_path), source=params_path)
+        except ParamsError as exc:
+            first = str(exc).splitlines()[0]
+            print(f"skate: no jobs scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
+            return
+        self.settings = {
+            "players": params.players, "answer_only": params.answer_only, "seed": params.seed,
+            "rounds": params.rounds, "ranking": params.ranking.model_dump(mode="json"),
+            "sigma_stop": params.answering.sigma_stop,
+        }
+
+    # ids, for the wildcard constraints and the final inputs
+    def generate_ids(self) -> list[str]:
+        return [j.job_id for j in self.schedule.generate.values()] if self.schedule else []
+
+    def round_ids(self) -> list[str]:
+        return [j.job_id for j in self.schedule.rounds.values()] if self.schedule else []
+
+    def answer_ids(self) -> list[str]:
+        return [j.job_id for j in self.schedule.answers.values()] if self.schedule else []
+
+    # inputs of one job, given its id (functions of wildcards in the rules)
+    def generate_inputs(self, job_id: str) -> list[str]:
+        assert self.schedule is not None
+        return generate_inputs(self.schedule, self.schedule.find_generate(job_id), self.out)
+
+    def round_inputs(self, job_id: str) -> list[str]:
+        assert self.schedule is not None
+        return [str(generate_path(self.out, g)) for g in self.schedule.find_round(job_id).generate]
+
+    def answer_inputs(self, job_id: str) -> list[str]:
+        assert self.schedule is not None
+        return [str(round_path(self.out, self.schedule.find_answer(job_id).round_id))]
+
+    def rate_inputs(self) -> list[str]:
+        files = [str(generate_path(self.out, i)) for i in self.generate_ids()]
+        files += [str(p) for i in self.answer_ids() for p in answer_paths(self.out, i).values()]
+        return files
