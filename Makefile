@@ -32,6 +32,10 @@ demo: setup
 	@echo "  results/roster/check.parquet   who answered (reachable, latency_s, cost_usd)"
 	@echo "  results/roster/metrics.json    the same as DVC metrics (dvc metrics show)"
 	@echo "  results/roster/calls.parquet   every model call (tokens, cost, cache hits)"
+	@echo "  results/skate/                 questions, p(correct), ratings, metrics.json, plots/"
+	@echo "  results/elimination/           game logs (original format), leaderboard.csv, metrics.json, plots/"
+	@echo "  results/whoisspy/              games/<id>.json, leaderboard, variants, metrics.json, plots/"
+	@echo "  dvc metrics show               every benchmark's metrics in one table"
 
 test: setup
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
