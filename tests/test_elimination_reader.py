@@ -15,8 +15,10 @@ from pipeline.elimination.matching import clean_ranking, match_pairs
 from pipeline.elimination.reader import read_corpus, read_game
 from tests.conftest import REPO
 
-SAMPLES = REPO.parent / "shared" / "samples" / "elimination"
+# the three real logs of the original benchmark (copied from shared/samples/elimination)
+SAMPLES = REPO / "tests" / "data" / "elimination"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
+assert len(SAMPLE_FILES) == 3, f"expected the three sample logs in {SAMPLES}"
 
 
 def recorded_final(path: Path) -> dict:
