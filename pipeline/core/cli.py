@@ -1,0 +1,80 @@
+"""Commands of the shared core: `python -m pipeline judge score|story`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _load(args: argparse.Namespace):  # -> Judge, imported lazily (torch is slow to import)
+    from pipeline.core.judge import load_judge
+
+    return load_judge(args.judge, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
+
+
+def _cmd_judge_score(args: argparse.Namespace) -> int:
+    from pipeline.core.judge import JudgeError
+
+    try:
+        judge = _load(args)
+        score = judge.xent(args.text, args.prefix)
+    except JudgeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(score.to_dict(), ensure_ascii=False))
+        return 0
+    width = max([len(repr(t)) for t in score.tokens] + [5])
+    print(f"{'token':<{width}}  bits")
+    for token, bits in zip(score.tokens, score.bits):
+        print(f"{token!r:<{width}}  {bits:7.3f}")
+    print(f"{'total':<{width}}  {score.total:7.3f}  ({len(score.tokens)} scored tokens; the first token of the text is not scored)")
+    if score.prefix_tokens_dropped:
+        print(f"note: the prefix lost its first {score.prefix_tokens_dropped} tokens to fit the judge's context")
+    fp = score.judge
+    print(f"judge: {fp.model_id} sha256 {fp.weights_sha256[:12]} {fp.dtype} {fp.device}")
+    return 0
+
+
+def _cmd_judge_story(args: argparse.Namespace) -> int:
+    from pipeline.core.judge import JudgeError
+
+    try:
+        judge = _load(args)
+        text = judge.story(args.seed, args.tokens)
+    except JudgeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"seed": args.seed, "story": text, "judge": judge.fingerprint.as_dict()}, ensure_ascii=False))
+    else:
+        print(text)
+    return 0
+
+
+def _judge_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", default=None,
+                        help="registered judge name or Hugging Face model directory (default: gemma-3-270m)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bfloat16 on cuda, float32 on cpu)")
+    parser.add_argument("--cache-dir", default=None, help="keep scores on disk here (default: memory only)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    judge = commands.add_parser("judge", help="cross-entropy judge: score texts, sample stories")
+    judge_commands = judge.add_subparsers(dest="judge_command", metavar="SUBCOMMAND", required=True)
+
+    score = judge_commands.add_parser(
+        "score", help="per-token cross-entropy (bits) of TEXT after PREFIX; the first token of TEXT is not scored")
+    score.add_argument("--text", required=True)
+    score.add_argument("--prefix", default="")
+    _judge_options(score)
+    score.set_defaults(func=_cmd_judge_score)
+
+    story = judge_commands.add_parser("story", help="a story sampled from the judge, seeded")
+    story.add_argument("--seed", default="0", help="map seed (any string or number)")
+    story.add_argument("--tokens", type=int, default=50, help="length cap in judge tokens")
+    _judge_options(story)
+    story.set_defaults(func=_cmd_judge_story)
