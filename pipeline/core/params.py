@@ -6,9 +6,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class StrictParams(BaseModel):
+    """Base of every params model: unknown keys are errors (a typo must not pass silently)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ParamsError(ValueError):

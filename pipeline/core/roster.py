@@ -6,17 +6,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Keys that carry secrets must come from the environment, never from a params file.
 SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Sampling(Strict):

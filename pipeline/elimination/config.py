@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import load_params
+from pipeline.core.params import StrictParams as Strict
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
 GAME_VERSION = "elimination-v1"
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WordLimits(Strict):

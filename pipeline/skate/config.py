@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import ParamsError, load_params
 from pipeline.core.rating import RatingParams
 from pipeline.core.roster import ModelsParams
 from pipeline.core.sandbox import SandboxLimits
+from pipeline.core.params import StrictParams as Strict
 
 Strategy = Literal[
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
@@ -21,9 +22,6 @@ STRATEGIES: tuple[str, ...] = (
 RankingMode = Literal["relative", "absolute"]
 AnswerMode = Literal["auto", "adaptive", "exact"]
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SandboxParams(Strict):

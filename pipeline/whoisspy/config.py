@@ -5,17 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import load_params
 from pipeline.core.rating import RatingParams
+from pipeline.core.params import StrictParams as Strict
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
 VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
 
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RulesParams(Strict):
