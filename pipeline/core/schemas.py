@@ -21,7 +21,15 @@ class TableError(ValueError):
     """A table that does not match its schema; the message names the file."""
 
 
-class CallsSchema(pa.DataFrameModel):
+class StrictTable(pa.DataFrameModel):
+    """Base of every table schema: no unknown columns, values coerced to the declared types."""
+
+    class Config:
+        strict = True
+        coerce = True
+
+
+class CallsSchema(StrictTable):
     """One row per model request attempt (or bot move) of a job."""
 
     job: str
@@ -38,10 +46,6 @@ class CallsSchema(pa.DataFrameModel):
         nullable=True,
         isin=["timeout", "rate_limit", "server", "connection", "auth", "bad_request", "empty"],
     )
-
-    class Config:
-        strict = True
-        coerce = True
 
 
 CALLS_DTYPES: dict[str, Any] = {
@@ -63,7 +67,7 @@ def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(list(rows), schema=CALLS_DTYPES, orient="row")
 
 
-class RosterCheckSchema(pa.DataFrameModel):
+class RosterCheckSchema(StrictTable):
     """The roster stage's answer for each roster entry."""
 
     name: str = pa.Field(unique=True)
@@ -77,12 +81,8 @@ class RosterCheckSchema(pa.DataFrameModel):
     cost_usd: float = pa.Field(ge=0, nullable=True)
     error: str = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class RatingsSchema(pa.DataFrameModel):
+class RatingsSchema(StrictTable):
     """Multi-pass TrueSkill result per player."""
 
     player: str = pa.Field(unique=True)
@@ -91,10 +91,6 @@ class RatingsSchema(pa.DataFrameModel):
     mu_sd: float = pa.Field(ge=0)
     events: int = pa.Field(ge=0)
     passes: int = pa.Field(ge=1)
-
-    class Config:
-        strict = True
-        coerce = True
 
 
 def _check(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | os.PathLike[str]) -> pl.DataFrame:

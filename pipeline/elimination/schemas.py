@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
+from pipeline.core.schemas import StrictTable
+
 PHASES = ["vote", "revote", "jury"]
 MESSAGE_KINDS = ["public", "tiebreak", "plea", "private"]
 
 
-class GamesSchema(pa.DataFrameModel):
+class GamesSchema(StrictTable):
     """One row per game log read."""
 
     game_id: str = pa.Field(unique=True)
@@ -21,12 +23,8 @@ class GamesSchema(pa.DataFrameModel):
     has_final_results: bool
     matches_final_results: bool = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SeatsSchema(pa.DataFrameModel):
+class SeatsSchema(StrictTable):
     """Who sat where: one row per (game, seat)."""
 
     game_id: str
@@ -34,12 +32,8 @@ class SeatsSchema(pa.DataFrameModel):
     player_id: str
     model: str
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class MessagesSchema(pa.DataFrameModel):
+class MessagesSchema(StrictTable):
     """Every message: public statements, tie-break statements, pleas, private messages."""
 
     game_id: str
@@ -55,12 +49,8 @@ class MessagesSchema(pa.DataFrameModel):
     words_recorded: int = pa.Field(ge=0)
     cut: bool
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class VotesSchema(pa.DataFrameModel):
+class VotesSchema(StrictTable):
     """Every vote, re-vote and jury vote with its private reason; invalid votes have no target."""
 
     game_id: str
@@ -73,12 +63,8 @@ class VotesSchema(pa.DataFrameModel):
     valid: bool
     reason: str = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class EliminationsSchema(pa.DataFrameModel):
+class EliminationsSchema(StrictTable):
     """Eliminations in order; `jury` marks the finalist the jury voted out."""
 
     game_id: str
@@ -91,12 +77,8 @@ class EliminationsSchema(pa.DataFrameModel):
     cumu_check: bool = pa.Field(nullable=True)  # absent from the original's later logs
     random_pick: bool = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class PairsSchema(pa.DataFrameModel):
+class PairsSchema(StrictTable):
     """Private partners of each round."""
 
     game_id: str
@@ -106,12 +88,8 @@ class PairsSchema(pa.DataFrameModel):
     model_a: str = pa.Field(nullable=True)
     model_b: str = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class FinalRanksSchema(pa.DataFrameModel):
+class FinalRanksSchema(StrictTable):
     """Final rank and partial points of every seat (rank null: the game did not finish)."""
 
     game_id: str
@@ -123,12 +101,8 @@ class FinalRanksSchema(pa.DataFrameModel):
     recorded_rank: int = pa.Field(nullable=True)
     seats: int = pa.Field(ge=1)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class LeaderboardSchema(pa.DataFrameModel):
+class LeaderboardSchema(StrictTable):
     """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games."""
 
     rank: int = pa.Field(ge=1)
@@ -142,12 +116,8 @@ class LeaderboardSchema(pa.DataFrameModel):
     points_sum: float = pa.Field(ge=0)
     avg_points: float = pa.Field(ge=0, le=1, nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class ModelStatsSchema(pa.DataFrameModel):
+class ModelStatsSchema(StrictTable):
     """The social metrics of each model (rates are null when their denominator is 0)."""
 
     model: str = pa.Field(unique=True)
@@ -169,22 +139,14 @@ class ModelStatsSchema(pa.DataFrameModel):
     votes_cast: int = pa.Field(ge=0)
     invalid_votes: int = pa.Field(ge=0)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class RankDistributionSchema(pa.DataFrameModel):
+class RankDistributionSchema(StrictTable):
     """Share of a model's seats that finished at each rank."""
 
     model: str
     rank: int = pa.Field(ge=1)
     count: int = pa.Field(ge=0)
     share: float = pa.Field(ge=0, le=1)
-
-    class Config:
-        strict = True
-        coerce = True
 
 
 TABLE_SCHEMAS: dict[str, type[pa.DataFrameModel]] = {

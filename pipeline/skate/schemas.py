@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
+from pipeline.core.schemas import StrictTable
 from pipeline.skate.verify import FAILURE_KINDS
 
 
 
-class QuestionsSchema(pa.DataFrameModel):
+class QuestionsSchema(StrictTable):
     """One row per setter attempt: what was written, what the sandbox printed, why it failed."""
 
     round: int = pa.Field(ge=1)
@@ -28,12 +29,8 @@ class QuestionsSchema(pa.DataFrameModel):
     reply: str
     generate_job: str
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SetterRoundsSchema(pa.DataFrameModel):
+class SetterRoundsSchema(StrictTable):
     """One row per (round, setter): the question it entered, or none after all attempts."""
 
     round: int = pa.Field(ge=1)
@@ -42,12 +39,8 @@ class SetterRoundsSchema(pa.DataFrameModel):
     attempts_used: int = pa.Field(ge=0)
     outcome: str = pa.Field(isin=["question", "no_question"])
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SamplesSchema(pa.DataFrameModel):
+class SamplesSchema(StrictTable):
     """Every answer drawn (adaptive) or scored from log-probabilities (exact)."""
 
     question_id: str
@@ -63,12 +56,8 @@ class SamplesSchema(pa.DataFrameModel):
     p_correct: float = pa.Field(ge=0, le=1)  # 0/1 for a drawn answer
     letter_mass: float = pa.Field(nullable=True, ge=0, le=1.0001)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class PCorrectSchema(pa.DataFrameModel):
+class PCorrectSchema(StrictTable):
     """p(correct) per question and answerer, with the mode that measured it."""
 
     question_id: str
@@ -81,12 +70,8 @@ class PCorrectSchema(pa.DataFrameModel):
     samples: int = pa.Field(ge=1)
     answer_only: bool
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SkateRatingsSchema(pa.DataFrameModel):
+class SkateRatingsSchema(StrictTable):
     """Multi-pass pairwise TrueSkill per ranking mode."""
 
     mode: str = pa.Field(isin=["relative", "absolute"])
@@ -97,12 +82,8 @@ class SkateRatingsSchema(pa.DataFrameModel):
     events: int = pa.Field(ge=0)
     passes: int = pa.Field(ge=1)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class RatingHistorySchema(pa.DataFrameModel):
+class RatingHistorySchema(StrictTable):
     """TrueSkill after each question, in game order (one pass)."""
 
     mode: str = pa.Field(isin=["relative", "absolute"])
@@ -113,12 +94,8 @@ class RatingHistorySchema(pa.DataFrameModel):
     mu: float
     sigma: float = pa.Field(ge=0)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class VarianceSchema(pa.DataFrameModel):
+class VarianceSchema(StrictTable):
     """Points of difference: how much answerers disagree on each question."""
 
     question_id: str
@@ -130,7 +107,3 @@ class VarianceSchema(pa.DataFrameModel):
     program: str
     answer: str
     p_correct_by_answerer: str  # JSON object
-
-    class Config:
-        strict = True
-        coerce = True

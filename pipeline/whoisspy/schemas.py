@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
+from pipeline.core.schemas import StrictTable
 from pipeline.whoisspy.config import VARIANTS
 
 ROLES = ["spy", "civilian"]
 
 
-class GamesSchema(pa.DataFrameModel):
+class GamesSchema(StrictTable):
     """One row per game."""
 
     game_id: str = pa.Field(unique=True)
@@ -27,12 +28,8 @@ class GamesSchema(pa.DataFrameModel):
     rounds_played: int = pa.Field(ge=1)
     score_total: float
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SeatsSchema(pa.DataFrameModel):
+class SeatsSchema(StrictTable):
     """One row per game and seat: the player's role, result and counts."""
 
     game_id: str
@@ -54,12 +51,8 @@ class SeatsSchema(pa.DataFrameModel):
     abstentions: int = pa.Field(ge=0)
     votes_for_spy: int = pa.Field(ge=0)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class SpeechesSchema(pa.DataFrameModel):
+class SpeechesSchema(StrictTable):
     """One row per description."""
 
     game_id: str
@@ -75,12 +68,8 @@ class SpeechesSchema(pa.DataFrameModel):
     fouled: bool
     foul_kinds: str  # comma-separated kinds, "" when none
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class VotesSchema(pa.DataFrameModel):
+class VotesSchema(StrictTable):
     """One row per vote (abstentions included)."""
 
     game_id: str
@@ -94,12 +83,8 @@ class VotesSchema(pa.DataFrameModel):
     abstained: bool
     correct: bool
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class LeaderboardSchema(pa.DataFrameModel):
+class LeaderboardSchema(StrictTable):
     """Per model over the ranked variant's games: points, rates, TrueSkill."""
 
     rank: int = pa.Field(ge=1)
@@ -126,12 +111,8 @@ class LeaderboardSchema(pa.DataFrameModel):
     mu_lo: float = pa.Field(nullable=True)
     mu_hi: float = pa.Field(nullable=True)
 
-    class Config:
-        strict = True
-        coerce = True
 
-
-class VariantsSchema(pa.DataFrameModel):
+class VariantsSchema(StrictTable):
     """Tidy comparison: per model (or "(all)"), variant and metric, the value beside the baseline's."""
 
     model: str
@@ -141,8 +122,4 @@ class VariantsSchema(pa.DataFrameModel):
     baseline: float = pa.Field(nullable=True)
     delta: float = pa.Field(nullable=True)
     games: int = pa.Field(ge=0)
-
-    class Config:
-        strict = True
-        coerce = True
 
