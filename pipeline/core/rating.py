@@ -1,10 +1,16 @@
-"""Reference TrueSkill rating core, built on the `trueskill` package.
+"""TrueSkill rating core, built on the `trueskill` package.
 
-This module is the slow, obviously-correct baseline: every update is one call to
-`trueskill.TrueSkill.rate`. Faster implementations elsewhere are checked against it, so
-its orderings (player order inside a game, event order in each pass, bootstrap draws)
-are all spelled out and depend only on the inputs and an explicit seed; no global
-random state is touched.
+Two implementations give the same numbers (to about 1e-12; tests hold them to 1e-6):
+
+- "reference": the slow, obviously-correct baseline, one `trueskill.TrueSkill.rate` call
+  per game, kept as the tests' oracle;
+- "fast" (default): `pipeline.core.rating_fast`, trueskill's update for single-player
+  teams vectorized with numpy over all the passes (and bootstrap resamples) at once.
+
+`method="reference"` or the environment variable ``PIPELINE_RATING_METHOD=reference``
+selects the baseline. Orderings (player order inside a game, event order in each pass,
+bootstrap draws) are all spelled out and depend only on the inputs and an explicit seed;
+no global random state is touched.
 
 Ties and ``draw_probability == 0``: with the default (pure Python) backend, trueskill
 does not refuse a tie when the draw probability is zero. Its approximate inverse normal
@@ -22,9 +28,11 @@ trueskill for the same reason; they are allowed but not recommended.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import operator
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -44,8 +52,10 @@ __all__ = [
     "conservative",
     "event_counts",
     "multi_pass",
+    "pass_ratings",
     "pass_orders",
     "rate_sequence",
+    "rating_summary",
 ]
 
 #: Integer tag mixed into the bootstrap seed so resample draws never coincide with the
@@ -253,8 +263,156 @@ _MULTI_PASS_SCHEMA: dict[str, Any] = {
 }
 
 
+#: Environment variable choosing the implementation when `method` is not given:
+#: "fast" (default, `pipeline.core.rating_fast`) or "reference" (one trueskill call per game).
+METHOD_ENV = "PIPELINE_RATING_METHOD"
+RatingMethod: TypeAlias = Literal["fast", "reference"]
+
+
+def _method(method: str | None) -> RatingMethod:
+    chosen = method if method is not None else os.environ.get(METHOD_ENV, "fast")
+    if chosen not in ("fast", "reference"):
+        raise ValueError(f"rating method must be 'fast' or 'reference', got {chosen!r}")
+    return chosen  # type: ignore[return-value]
+
+
+def _final_ratings(
+    events: list[RatingEvent],
+    players: list[str],
+    sequences: np.ndarray,
+    params: RatingParams,
+    method: RatingMethod,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Final mu and sigma ``[rows, players]`` after rating each row of `sequences`
+    (indices into `events`) from fresh priors; NaN for a player a row never met."""
+    rows = sequences.shape[0]
+    if method == "fast":
+        from pipeline.core.rating_fast import compile_events, rate_rows
+
+        index = {player: j for j, player in enumerate(players)}
+        table = compile_events(events, index)
+        mus, sigmas = rate_rows(table, sequences, len(players), params)
+        met = np.zeros((rows, len(players)), dtype=bool)
+        if sequences.size:
+            for r in range(rows):
+                who = table.players[np.unique(sequences[r])]
+                met[r, who[who >= 0]] = True
+        mus[~met] = np.nan
+        sigmas[~met] = np.nan
+        return mus, sigmas
+    mus = np.full((rows, len(players)), np.nan, dtype=np.float64)
+    sigmas = np.full((rows, len(players)), np.nan, dtype=np.float64)
+    for r in range(rows):
+        final = rate_sequence((events[i] for i in sequences[r]), params)
+        for j, player in enumerate(players):
+            if player in final:
+                mus[r, j] = final[player].mu
+                sigmas[r, j] = final[player].sigma
+    return mus, sigmas
+
+
+#: Rows rated together by the fast method (the rest waits for the next batch): bounds the
+#: index arrays at about this many times the number of events.
+_ROWS_PER_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class _RowPlan:
+    """Which events each rated row sees, in order: `passes` multi-pass rows over all events,
+    then `resamples` x `boot_passes` bootstrap rows (resample b, pass p) at
+    ``passes + b * boot_passes + p``. Resample b is
+    ``default_rng([seed, BOOTSTRAP_TAG, b]).integers(0, n_events, n_events)``, rated in
+    pass p's order ``pass_orders(n_events, boot_passes, seed)[p]`` over its positions, which
+    is exactly ``multi_pass(resample, params, boot_passes, seed)``."""
+
+    n_events: int
+    passes: int
+    seed: int
+    resamples: int = 0
+    boot_passes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passes + self.resamples * self.boot_passes
+
+    @functools.cached_property
+    def _point_orders(self) -> list[np.ndarray]:
+        return pass_orders(self.n_events, self.passes, self.seed) if self.passes else []
+
+    @functools.cached_property
+    def _boot_orders(self) -> list[np.ndarray]:
+        return pass_orders(self.n_events, self.boot_passes, self.seed) if self.resamples else []
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        n = self.n_events
+        point, boot = self._point_orders, self._boot_orders
+        picks: dict[int, np.ndarray] = {}
+        out = np.empty((stop - start, n), dtype=np.int64)
+        for i, r in enumerate(range(start, stop)):
+            if r < self.passes:
+                out[i] = point[r]
+                continue
+            b, p = divmod(r - self.passes, self.boot_passes)
+            if b not in picks:
+                rng = np.random.default_rng([self.seed, BOOTSTRAP_TAG, b])
+                picks[b] = rng.integers(0, n, size=n)
+            out[i] = picks[b][boot[p]]
+        return out
+
+
+def _rate_plan(
+    events: list[RatingEvent],
+    players: list[str],
+    plan: _RowPlan,
+    params: RatingParams,
+    method: RatingMethod,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Final mu and sigma ``[plan.total, players]`` of every row of the plan (NaN where a
+    row never met the player). The fast method rates up to `_ROWS_PER_BATCH` rows at once;
+    the reference rates row by row."""
+    mus = np.full((plan.total, len(players)), np.nan, dtype=np.float64)
+    sigmas = np.full((plan.total, len(players)), np.nan, dtype=np.float64)
+    if plan.total == 1:
+        # One row gains nothing from vectorizing, and trueskill's own loop is cheaper for
+        # games of 3+ players; both give the same numbers.
+        method = "reference"
+    step = _ROWS_PER_BATCH if method == "fast" else 1
+    for start in range(0, plan.total, step):
+        stop = min(start + step, plan.total)
+        mus[start:stop], sigmas[start:stop] = _final_ratings(
+            events, players, plan.rows(start, stop), params, method
+        )
+    return mus, sigmas
+
+
+def pass_ratings(
+    events: Sequence[RatingEvent],
+    params: RatingParams,
+    passes: int,
+    seed: int,
+    method: str | None = None,
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every pass's final ratings: (players sorted by name, mu and sigma ``[passes, players]``).
+
+    Pass p rates the events in the order ``pass_orders(len(events), passes, seed)[p]``.
+    `method` "fast" (default) or "reference" (environment variable ``PIPELINE_RATING_METHOD``
+    when not given); the two agree to about 1e-12.
+    """
+    events = list(events)
+    if passes < 1:
+        raise ValueError(f"passes must be >= 1, got {passes}")
+    players = sorted(event_counts(events))
+    plan = _RowPlan(len(events), passes, seed)
+    mus, sigmas = _rate_plan(events, players, plan, params, _method(method))
+    return players, mus, sigmas
+
+
 def multi_pass(
-    events: Sequence[RatingEvent], params: RatingParams, passes: int, seed: int
+    events: Sequence[RatingEvent],
+    params: RatingParams,
+    passes: int,
+    seed: int,
+    method: str | None = None,
 ) -> pl.DataFrame:
     """Average ratings over several random event orders, since TrueSkill is order-dependent.
 
@@ -263,18 +421,17 @@ def multi_pass(
     holds the mean over passes of the final mu and sigma, `mu_sd` (the ddof=0 standard
     deviation over passes of the final mu, a measure of order sensitivity), `events`
     (games played) and `passes`. Rows are sorted by mu descending, then player ascending.
+    `method`: see `pass_ratings`.
     """
     events = list(events)
-    orders = pass_orders(len(events), passes, seed)
+    players, mus, sigmas = pass_ratings(events, params, passes, seed, method)
+    return _multi_pass_frame(events, players, mus, sigmas, passes)
+
+
+def _multi_pass_frame(
+    events: list[RatingEvent], players: list[str], mus: np.ndarray, sigmas: np.ndarray, passes: int
+) -> pl.DataFrame:
     counts = event_counts(events)
-    players = sorted(counts)
-    mus = np.empty((passes, len(players)), dtype=np.float64)
-    sigmas = np.empty((passes, len(players)), dtype=np.float64)
-    for p, order in enumerate(orders):
-        final = rate_sequence((events[i] for i in order), params)
-        for j, player in enumerate(players):
-            mus[p, j] = final[player].mu
-            sigmas[p, j] = final[player].sigma
     frame = pl.DataFrame(
         {
             "player": players,
@@ -289,6 +446,43 @@ def multi_pass(
     return frame.sort(["mu", "player"], descending=[True, False])
 
 
+def _resample_means(boot_mus: np.ndarray, resamples: int, boot_passes: int) -> np.ndarray:
+    """Mean over each resample's passes: ``[resamples * boot_passes, players]`` ->
+    ``[resamples, players]``; NaN where the resample lacks the player."""
+    return boot_mus.reshape(resamples, boot_passes, -1).mean(axis=1)
+
+
+def _bootstrap_mus(
+    events: Sequence[RatingEvent],
+    params: RatingParams,
+    passes: int,
+    seed: int,
+    resamples: int,
+    method: str | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """Multi-pass mu of every player in every bootstrap resample.
+
+    Returns (players sorted by name, array [resamples, players]) with NaN where a player is
+    absent from a resample. Resample b draws ``len(events)`` events with replacement using
+    ``numpy.random.default_rng([seed, BOOTSTRAP_TAG, b])`` and is rated as
+    ``multi_pass(resample, params, passes, seed)`` (see `_RowPlan`).
+    """
+    events = list(events)
+    players = sorted(event_counts(events))
+    if not events:
+        return players, np.full((resamples, 0), np.nan)
+    plan = _RowPlan(len(events), 0, seed, resamples, passes)
+    mus, _ = _rate_plan(events, players, plan, params, _method(method))
+    return players, _resample_means(mus, resamples, passes)
+
+
+def _check_bootstrap_args(resamples: int, level: float) -> None:
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+
+
 def bootstrap_intervals(
     events: Sequence[RatingEvent],
     params: RatingParams,
@@ -296,6 +490,7 @@ def bootstrap_intervals(
     seed: int,
     resamples: int = 200,
     level: float = 0.95,
+    method: str | None = None,
 ) -> pl.DataFrame:
     """Percentile bootstrap intervals for multi-pass mu, to show how much the data pins it.
 
@@ -307,28 +502,17 @@ def bootstrap_intervals(
     default linear interpolation) of the resampled mus, null when the player was in no
     resample, and `resamples_present` counts the resamples that included the player.
     """
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    events = list(events)
-    n = len(events)
-    players = sorted(event_counts(events))
-    samples: dict[str, list[float]] = {p: [] for p in players}
-    if n:
-        for b in range(resamples):
-            rng = np.random.default_rng([seed, BOOTSTRAP_TAG, b])
-            picks = rng.integers(0, n, size=n)
-            frame = multi_pass([events[i] for i in picks], params, passes, seed)
-            for player, mu in zip(frame["player"].to_list(), frame["mu"].to_list()):
-                samples[player].append(mu)
+    _check_bootstrap_args(resamples, level)
+    players, mus = _bootstrap_mus(events, params, passes, seed, resamples, method)
     alpha = (1.0 - level) / 2.0
     lo: list[float | None] = []
     hi: list[float | None] = []
-    for player in players:
-        values = samples[player]
-        if values:
-            q_lo, q_hi = np.quantile(np.asarray(values), [alpha, 1.0 - alpha])
+    present: list[int] = []
+    for j in range(len(players)):
+        values = mus[:, j][~np.isnan(mus[:, j])]
+        present.append(int(values.size))
+        if values.size:
+            q_lo, q_hi = np.quantile(values, [alpha, 1.0 - alpha])
             lo.append(float(q_lo))
             hi.append(float(q_hi))
         else:
@@ -339,7 +523,7 @@ def bootstrap_intervals(
             "player": players,
             "mu_lo": lo,
             "mu_hi": hi,
-            "resamples_present": [len(samples[p]) for p in players],
+            "resamples_present": present,
         },
         schema={
             "player": pl.String,
@@ -347,6 +531,124 @@ def bootstrap_intervals(
             "mu_hi": pl.Float64,
             "resamples_present": pl.Int64,
         },
+    )
+
+
+_SUMMARY_SCHEMA: dict[str, Any] = {
+    "player": pl.String,
+    "mu": pl.Float64,
+    "sigma": pl.Float64,
+    "mu_sd": pl.Float64,
+    "mu_lo": pl.Float64,
+    "mu_hi": pl.Float64,
+    "rank": pl.Int64,
+    "rank_lo": pl.Int64,
+    "rank_hi": pl.Int64,
+    "events": pl.Int64,
+}
+
+
+def _ranks_by_mu(players: Sequence[str], mus: np.ndarray) -> np.ndarray:
+    """Rank 1 = highest mu; equal mus are ordered by player name (as multi_pass sorts).
+
+    NaN entries (players absent) get rank 0 and do not take a place.
+    """
+    ranks = np.zeros(len(players), dtype=np.int64)
+    present = [j for j in range(len(players)) if not np.isnan(mus[j])]
+    present.sort(key=lambda j: (-mus[j], players[j]))
+    for place, j in enumerate(present, start=1):
+        ranks[j] = place
+    return ranks
+
+
+def rating_summary(
+    events: Sequence[RatingEvent],
+    params: RatingParams,
+    passes: int,
+    seed: int,
+    resamples: int,
+    bootstrap_passes: int | None = None,
+    level: float = 0.95,
+    method: str | None = None,
+) -> pl.DataFrame:
+    """Multi-pass ratings with bootstrap intervals for mu and for the rank.
+
+    Point estimates (mu, sigma, mu_sd, events) are ``multi_pass(events, params, passes,
+    seed)``; `rank` is the place by mu (1 = best; equal mus by player name). With
+    ``resamples > 0`` the games are resampled exactly as `bootstrap_intervals` does (same
+    seeds, ``bootstrap_passes`` passes per resample, default `passes`). In each resample
+    every present player gets a rank by its resampled mu among the players present
+    there; a player absent from a resample does not count in it. `mu_lo`/`mu_hi` and
+    `rank_lo`/`rank_hi` are the (1-level)/2 and 1-(1-level)/2 quantiles over the
+    resamples where the player is present (mu: numpy's linear interpolation; rank:
+    method "lower" for rank_lo and "higher" for rank_hi, so the interval is made of
+    observed ranks and never narrower than the interpolated one). Each interval is then
+    widened to contain the point estimate: resampling duplicates games, which makes
+    TrueSkill more confident than the data is, so the resampled mus of extreme players
+    sit slightly outside the original estimate; a displayed "rank 3 (3-5)" must contain
+    its 3. With ``resamples == 0``, mu_lo/mu_hi are null and rank_lo == rank_hi == rank.
+    A player present in no resample gets null mu_lo/mu_hi and rank_lo = 1, rank_hi = the
+    number of players (nothing is known). Rows are sorted by rank. `method`: see
+    `pass_ratings`; the fast method rates the multi-pass rows and every resample's rows
+    side by side, so a bootstrap costs far less than `resamples` separate runs.
+    """
+    if resamples < 0:
+        raise ValueError(f"resamples must be >= 0, got {resamples}")
+    if resamples:
+        _check_bootstrap_args(resamples, level)
+    if bootstrap_passes is None:
+        bootstrap_passes = passes
+    if passes < 1 or bootstrap_passes < 1:
+        raise ValueError(
+            f"passes and bootstrap_passes must be >= 1, got {passes} and {bootstrap_passes}"
+        )
+    events = list(events)
+    names = sorted(event_counts(events))
+    # The multi-pass rows and the bootstrap rows in one plan: the fast method rates them
+    # side by side.
+    plan = _RowPlan(len(events), passes, seed, resamples if events else 0, bootstrap_passes)
+    all_mus, all_sigmas = _rate_plan(events, names, plan, params, _method(method))
+    point = _multi_pass_frame(events, names, all_mus[:passes], all_sigmas[:passes], passes)
+    players = point["player"].to_list()  # sorted by mu descending, then name
+    n_players = len(players)
+    rank = np.arange(1, n_players + 1, dtype=np.int64)
+    mu_point = point["mu"].to_numpy()
+    mu_lo: list[float | None] = [None] * n_players
+    mu_hi: list[float | None] = [None] * n_players
+    rank_lo = rank.copy()
+    rank_hi = rank.copy()
+    if resamples and n_players:
+        mus = _resample_means(all_mus[passes:], resamples, bootstrap_passes)
+        column = {player: j for j, player in enumerate(names)}
+        boot_ranks = np.stack([_ranks_by_mu(names, mus[b]) for b in range(resamples)])
+        alpha = (1.0 - level) / 2.0
+        for i, player in enumerate(players):
+            j = column[player]
+            present = ~np.isnan(mus[:, j])
+            if not present.any():
+                rank_lo[i], rank_hi[i] = 1, n_players
+                continue
+            values = mus[present, j]
+            q_lo, q_hi = np.quantile(values, [alpha, 1.0 - alpha])
+            mu_lo[i] = float(min(q_lo, mu_point[i]))
+            mu_hi[i] = float(max(q_hi, mu_point[i]))
+            places = boot_ranks[present, j]
+            rank_lo[i] = min(int(np.quantile(places, alpha, method="lower")), int(rank[i]))
+            rank_hi[i] = max(int(np.quantile(places, 1.0 - alpha, method="higher")), int(rank[i]))
+    return pl.DataFrame(
+        {
+            "player": players,
+            "mu": point["mu"],
+            "sigma": point["sigma"],
+            "mu_sd": point["mu_sd"],
+            "mu_lo": mu_lo,
+            "mu_hi": mu_hi,
+            "rank": rank,
+            "rank_lo": rank_lo,
+            "rank_hi": rank_hi,
+            "events": point["events"],
+        },
+        schema=_SUMMARY_SCHEMA,
     )
 
 

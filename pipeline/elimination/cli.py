@@ -64,7 +64,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         print(json.dumps({"report": result.report, "seconds": result.seconds}, indent=1))
     else:
         for row in result.leaderboard.head(args.show).iter_rows(named=True):
-            print(f"{row['rank']:>3}  {row['model']:<40} mu={row['mu']:.3f} sigma={row['sigma']:.3f} "
+            print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} sigma={row['sigma']:.3f} "
                   f"games={row['games']} avg_points={row['avg_points']:.3f}")
     return 0
 

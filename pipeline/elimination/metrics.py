@@ -107,5 +107,15 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
             "final2_win_rate": s.get("final2_win_rate"), "betrayal_rate": s.get("betrayal_rate"),
             "betrayed_rate": s.get("betrayed_rate"), "avg_words": s.get("avg_words"),
             "cut_messages": s.get("cut_messages"), "invalid_votes": s.get("invalid_votes"),
+            **trueskill_metrics(row),
         }.items()}
     return result
+
+
+def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """The keys every room's metrics.json shares (see the rating contract)."""
+    return {
+        "trueskill_mu": row["mu"], "trueskill_sigma": row["sigma"], "trueskill_mu_lo": row["mu_lo"],
+        "trueskill_mu_hi": row["mu_hi"], "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"],
+        "trueskill_rank_hi": row["rank_hi"],
+    }

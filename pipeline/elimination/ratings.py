@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.io import seed_from
-from pipeline.core.rating import FreeForAll, RatingParams, bootstrap_intervals, multi_pass
+from pipeline.core.rating import FreeForAll, RatingParams, rating_summary
 from pipeline.elimination.config import RatingSettings
 
 
@@ -41,22 +41,18 @@ def rating_seed(settings: RatingSettings) -> int:
 
 def rate(final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None = None,
          bootstrap: int | None = None) -> pl.DataFrame:
-    """Per model: mu, sigma (means over passes), mu_sd, and the bootstrap interval mu_lo..mu_hi."""
+    """Per model: mu, sigma (means over passes), mu_sd, the bootstrap interval mu_lo..mu_hi,
+    rank (by mu) and its bootstrap interval rank_lo..rank_hi (see `rating_summary`)."""
     events = rating_events(final_ranks)
-    params = rating_params(settings)
-    seed = rating_seed(settings)
-    table = multi_pass(events, params, passes or settings.passes, seed)
     resamples = settings.bootstrap_resamples if bootstrap is None else bootstrap
-    if resamples and events:
-        intervals = bootstrap_intervals(events, params, settings.bootstrap_passes, seed, resamples)
-        table = table.join(intervals.select("player", "mu_lo", "mu_hi"), on="player", how="left")
-    else:
-        table = table.with_columns(pl.lit(None, pl.Float64).alias("mu_lo"), pl.lit(None, pl.Float64).alias("mu_hi"))
+    table = rating_summary(events, rating_params(settings), passes or settings.passes, rating_seed(settings),
+                           resamples=resamples, bootstrap_passes=settings.bootstrap_passes)
     return table.rename({"player": "model"})
 
 
 def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFrame:
-    """rank, model, mu, sigma, mu_lo, mu_hi, games, seats, points_sum, avg_points; sorted by mu."""
+    """rank, rank_lo, rank_hi, model, mu, sigma, mu_lo, mu_hi, games, seats, points_sum, avg_points;
+    sorted by mu."""
     played = (
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("model")
@@ -64,9 +60,10 @@ def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFram
              pl.col("points").sum().alias("points_sum"))
     )
     # inner join: a model seen only in unrated games (no other model at the table) has no rating
-    table = played.join(ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi"), on="model", how="inner")
+    rated = ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi", "rank_lo", "rank_hi")
+    table = played.join(rated, on="model", how="inner")
     table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points")).sort(
         ["mu", "model"], descending=[True, False])
     table = table.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
-    return table.select("rank", "model", "mu", "sigma", "mu_lo", "mu_hi", "games",
+    return table.select("rank", "rank_lo", "rank_hi", "model", "mu", "sigma", "mu_lo", "mu_hi", "games",
                         pl.col("seats").cast(pl.Int64), "points_sum", "avg_points")

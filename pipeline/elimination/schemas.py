@@ -103,9 +103,12 @@ class FinalRanksSchema(StrictTable):
 
 
 class LeaderboardSchema(StrictTable):
-    """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games."""
+    """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games
+    (rank_lo..rank_hi: the 95% interval of the rank; both equal rank without a bootstrap)."""
 
     rank: int = pa.Field(ge=1)
+    rank_lo: int = pa.Field(ge=1)
+    rank_hi: int = pa.Field(ge=1)
     model: str = pa.Field(unique=True)
     mu: float
     sigma: float = pa.Field(ge=0)

@@ -88,6 +88,9 @@ class RankingParams(Strict):
     primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
     pass_threshold: float = Field(0.55, gt=0, le=1, description="absolute mode: p(correct) at or above this passes")
     passes: int = Field(20, ge=1, le=1000, description="TrueSkill passes over shuffled event orders")
+    bootstrap_resamples: int = Field(
+        100, ge=0, le=10000, description="bootstrap resamples over games for the rating intervals (0: none)"
+    )
     mu: float = Field(25.0, description="TrueSkill prior mean")
     sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
     beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")

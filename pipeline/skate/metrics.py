@@ -111,7 +111,8 @@ def metrics_json(
 ) -> dict[str, dict[str, float | int | None]]:
     """{model: {metric: value}}: numbers only, null where a metric does not apply.
 
-    trueskill_mu / trueskill_sigma repeat the primary ranking mode's values (the headline)."""
+    trueskill_mu / trueskill_sigma (and _mu_lo, _mu_hi, _rank, _rank_lo, _rank_hi) repeat the primary
+    ranking mode's values (the headline)."""
     skill = skills(pcorrect, models)
     result: dict[str, dict[str, float | int | None]] = {}
     for model in models:
@@ -122,6 +123,10 @@ def metrics_json(
             if row["mode"] == primary:
                 entry["trueskill_mu"] = round(row["mu"], 4)
                 entry["trueskill_sigma"] = round(row["sigma"], 4)
+                for bound in ("mu_lo", "mu_hi"):
+                    entry[f"trueskill_{bound}"] = None if row.get(bound) is None else round(row[bound], 4)
+                for key in ("rank", "rank_lo", "rank_hi"):
+                    entry[f"trueskill_{key}"] = row.get(key)
         for name, value in skill[model].items():
             entry[name] = None if value is None else round(value, 4)
         answered = pcorrect.filter(pl.col("answerer") == model)

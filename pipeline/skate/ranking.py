@@ -3,7 +3,8 @@
 - relative: the higher p(correct) wins; a difference below sigma_stop is a draw;
 - absolute: each answerer passes when p(correct) >= pass_threshold; equal results draw.
 
-Final ratings average several passes over shuffled event orders (pipeline.core.rating.multi_pass);
+Final ratings average several passes over shuffled event orders, with bootstrap intervals for mu and
+the rank (pipeline.core.rating.rating_summary);
 the history replays the events once in game order to show how ratings settle as questions
 accumulate.
 """
@@ -17,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from pipeline.core.rating import Pairwise, RatingParams, apply_event, multi_pass
+from pipeline.core.rating import Pairwise, RatingParams, apply_event, rating_summary
 
 MODES: tuple[str, ...] = ("relative", "absolute")
 
@@ -62,10 +63,18 @@ def question_games(
     return result
 
 
-def ratings(games: Sequence[QuestionGames], params: RatingParams, passes: int, seed: int, mode: str) -> pl.DataFrame:
+#: Bootstrap resamples over games behind the rating intervals (mu_lo..mu_hi, rank_lo..rank_hi).
+BOOTSTRAP_RESAMPLES = 100
+
+
+def ratings(games: Sequence[QuestionGames], params: RatingParams, passes: int, seed: int, mode: str,
+            resamples: int = BOOTSTRAP_RESAMPLES) -> pl.DataFrame:
+    """mode, player, mu, sigma, mu_sd, mu_lo, mu_hi, rank, rank_lo, rank_hi, events, passes
+    (`rating_summary`; each resample is rated with the same number of passes)."""
     events = [g for q in games for g in q.games]
-    frame = multi_pass(events, params, passes, seed)
-    return frame.with_columns(pl.lit(mode).alias("mode")).select("mode", *frame.columns)
+    frame = rating_summary(events, params, passes, seed, resamples=resamples)
+    return frame.with_columns(pl.lit(mode).alias("mode"), pl.lit(passes, pl.Int64).alias("passes")).select(
+        "mode", *frame.columns, "passes")
 
 
 def history(games: Sequence[QuestionGames], params: RatingParams, mode: str) -> pl.DataFrame:

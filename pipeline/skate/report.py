@@ -77,7 +77,8 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
     for mode in MODES:
         games = question_games(pcorrect, mode, params.answering.sigma_stop, params.ranking.pass_threshold, params.players)
         events += sum(len(g.games) for g in games)
-        rating_frames.append(ratings(games, rating_params, params.ranking.passes, params.seed, mode))
+        rating_frames.append(ratings(games, rating_params, params.ranking.passes, params.seed, mode,
+                                     resamples=params.ranking.bootstrap_resamples))
         history_frames.append(history(games, rating_params, mode))
     write_table(out / "questions.parquet", questions, QuestionsSchema, sort_by=["round", "setter", "attempt"])
     write_table(out / "setter_rounds.parquet", setter_rounds, SetterRoundsSchema, sort_by=["round", "setter"])

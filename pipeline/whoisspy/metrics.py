@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.io import seed_from
-from pipeline.core.rating import Pairwise, bootstrap_intervals, multi_pass
+from pipeline.core.rating import Pairwise, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
 from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
 
@@ -212,26 +212,30 @@ def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str) -> lis
     return events
 
 
+_RATINGS_COLUMNS: tuple[str, ...] = ("player", "mu", "sigma", "mu_sd", "events", "passes")
+_INTERVAL_COLUMNS: tuple[str, ...] = ("player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi")
+
+
 def ratings(events: Sequence[Pairwise], settings: RatingSettings, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Multi-pass TrueSkill and bootstrap intervals (empty intervals when resamples is 0)."""
-    params = settings.rating_params()
+    """Multi-pass TrueSkill (player, mu, sigma, mu_sd, events, passes) and its bootstrap
+    intervals (player, mu_lo, mu_hi, rank, rank_lo, rank_hi; rank by mu, 1 = best), from
+    `rating_summary`: null mu intervals and rank_lo == rank_hi == rank when resamples is 0."""
     rating_seed = seed_from("whoisspy/rating", seed)
-    table = multi_pass(events, params, settings.passes, rating_seed)
-    if settings.bootstrap_resamples and events:
-        intervals = bootstrap_intervals(events, params, settings.passes, rating_seed, settings.bootstrap_resamples)
-    else:
-        intervals = pl.DataFrame(
-            {"player": table["player"], "mu_lo": [None] * table.height, "mu_hi": [None] * table.height},
-            schema={"player": pl.Utf8, "mu_lo": pl.Float64, "mu_hi": pl.Float64},
-        )
-    return table, intervals
+    summary = rating_summary(events, settings.rating_params(), settings.passes, rating_seed,
+                             resamples=settings.bootstrap_resamples)
+    table = summary.with_columns(passes=pl.lit(settings.passes, pl.Int64)).select(_RATINGS_COLUMNS)
+    return table, summary.select(_INTERVAL_COLUMNS)
 
 
 def leaderboard(seats: pl.DataFrame, variant: str, rating_table: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per model over `variant`'s games, ranked by points (ties: higher TrueSkill mu, then name)."""
+    """Per model over `variant`'s games, ranked by points (ties: higher TrueSkill mu, then name).
+
+    `rank` is the points rank; trueskill_rank (_lo, _hi) the rank by TrueSkill mu and its interval."""
     frame = model_metrics(seats.filter(pl.col("variant") == variant))
     rated = rating_table.select(model="player", mu="mu", sigma="sigma").join(
-        intervals.select(model="player", mu_lo="mu_lo", mu_hi="mu_hi"), on="model", how="left"
+        intervals.select(model="player", mu_lo="mu_lo", mu_hi="mu_hi", trueskill_rank="rank",
+                         trueskill_rank_lo="rank_lo", trueskill_rank_hi="rank_hi"),
+        on="model", how="left",
     )
     frame = frame.join(rated, on="model", how="left").sort(
         ["points", "mu", "model"], descending=[True, True, False], nulls_last=True
@@ -262,7 +266,8 @@ def _clean(value: Any) -> Any:
 
 LEADERBOARD_METRICS: tuple[str, ...] = (
     "rank", "points", "games", "avg_score", "win_rate", "win_rate_spy", "win_rate_civilian",
-    "vote_accuracy", "foul_rate", "avg_survival_rounds", "mu", "sigma",
+    "vote_accuracy", "foul_rate", "avg_survival_rounds", "mu", "sigma", "mu_lo", "mu_hi",
+    "trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi",
 )
 
 
@@ -271,7 +276,8 @@ def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str)
     out: dict[str, dict[str, Any]] = {}
     for row in board.iter_rows(named=True):
         out[row["model"]] = {
-            ("trueskill_" + k if k in ("mu", "sigma") else k): _clean(row[k]) for k in LEADERBOARD_METRICS
+            ("trueskill_" + k if k in ("mu", "sigma", "mu_lo", "mu_hi") else k): _clean(row[k])
+            for k in LEADERBOARD_METRICS
         }
     for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(named=True):
         out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])

@@ -110,6 +110,10 @@ class LeaderboardSchema(StrictTable):
     sigma: float = pa.Field(nullable=True, ge=0)
     mu_lo: float = pa.Field(nullable=True)
     mu_hi: float = pa.Field(nullable=True)
+    # rank by TrueSkill mu (1 = best) and its bootstrap interval; null for an unrated model
+    trueskill_rank: int = pa.Field(nullable=True, ge=1)
+    trueskill_rank_lo: int = pa.Field(nullable=True, ge=1)
+    trueskill_rank_hi: int = pa.Field(nullable=True, ge=1)
 
 
 class VariantsSchema(StrictTable):
