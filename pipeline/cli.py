@@ -134,9 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from pipeline.core.llm import GatewayError
+    from pipeline.core.schemas import TableError
 
     try:
         return int(args.func(args) or 0)
-    except (ParamsError, GatewayError) as exc:
+    except (ParamsError, GatewayError, TableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,10 +6,13 @@ so a process killed mid-write never leaves a partial file that a rerun would tak
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,12 +37,52 @@ def seed_from(*parts: Any) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+PAUSE_ENV = "PIPELINE_PAUSE_BEFORE_RENAME"
+# temp files carry their writer (host and pid), so a later write of the same file can remove the
+# temp a killed writer left behind without touching one another live process is still writing
+_OWNER = f"{socket.gethostname().replace('.', '_')}-{os.getpid()}"
+
+
+def _remove_stale_temps(target: Path) -> None:
+    host = _OWNER.rsplit("-", 1)[0]
+    for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(host)}-*.tmp"):
+        pid = temp.name[len(target.name) + len(host) + 3:].split(".", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            temp.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _pause_before_rename(target: Path) -> None:
+    """Crash-test hook: PIPELINE_PAUSE_BEFORE_RENAME="<part of a file name>:<seconds>" makes the
+    atomic write of a matching file sleep once its temp file is complete and before the rename, so
+    a test can kill the process exactly mid-write. Unset (always, outside tests): no effect."""
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec:
+        return
+    part, _, seconds = spec.rpartition(":")
+    if part and part in target.name:
+        time.sleep(float(seconds or 0))
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temp file beside `path`; on clean exit fsync and rename it over `path`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{_OWNER}.", suffix=".tmp", dir=target.parent)
     binary = "b" in mode
     os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; artifacts are meant to be shared
     try:
@@ -47,7 +90,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        _pause_before_rename(target)
         os.replace(tmp_name, target)
+        _remove_stale_temps(target)
     except BaseException:
         try:
             os.unlink(tmp_name)

@@ -4,6 +4,8 @@ litellm speaks to every provider (the embedded model included, as the custom pro
 Around it the gateway adds what a tournament needs: a disk cache so a rerun never pays twice,
 retries with backoff for transport errors (which never count as a move), per-provider
 concurrency and requests-per-minute limits, and a calls table recording every attempt.
+Two guards for unattended runs sit at the provider boundary too: a spend ledger shared by all job
+processes with a budget (pipeline.core.budget), and seeded fault injection (pipeline.core.faults).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from unittest import mock
 
 import polars as pl
 
+from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
+from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
 from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
@@ -63,6 +67,11 @@ class TransportError(GatewayError):
 
 class RequestError(GatewayError):
     """The provider rejected the request itself (bad parameters, context too long)."""
+
+
+class BudgetExceeded(GatewayError):
+    """The run's spend (the ledger shared by all jobs) reached gateway.budget_usd: no new request
+    was started. The job fails; raise the budget and rerun to resume from the cache."""
 
 
 def classify_error(exc: BaseException) -> str:
@@ -149,6 +158,7 @@ class CallRecord:
     latency_s: float
     cache_hit: bool
     error_kind: str | None
+    fault: str | None = None  # the injected fault of this attempt (pipeline.core.faults)
 
 
 class ResponseCache:
@@ -243,9 +253,13 @@ def _usage(response: Any) -> tuple[int, int]:
     return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
 
 
-def _cost(response: Any, entry: RosterEntry) -> float | None:
+def _cost(response: Any, entry: RosterEntry, settings: GatewaySettings | None = None) -> float | None:
     if entry.provider == "local":
         return 0.0
+    price = settings.prices.get(entry.model or "") if settings is not None else None
+    if price is not None:
+        tokens_in, tokens_out = _usage(response)
+        return (tokens_in * price.input_usd_per_mtok + tokens_out * price.output_usd_per_mtok) / 1e6
     try:
         return float(_litellm().completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
@@ -312,6 +326,9 @@ class Gateway:
         self.cache = ResponseCache(directory)
         self.read_cache = read_cache  # False: always ask the provider (answers are still stored)
         self.log = CallLog(job=job)
+        self.faults = effective_faults(self.settings.faults)
+        ledger = Path(root) / self.settings.ledger if self.settings.ledger else directory / LEDGER_NAME
+        self.ledger = SpendLedger(ledger)
         self._gates: dict[tuple[int, str], _ProviderGate] = {}
         self._checked: set[str] = set()
         # jitter only spreads retries in time; it never touches what is asked or answered
@@ -377,7 +394,7 @@ class Gateway:
         cached = self.cache.get(key) if self.read_cache else None
         if cached is not None:
             completion = _to_completion(cached, cache_hit=True, latency_s=time.monotonic() - started)
-            self._record(entry, completion.request_id, 0, completion, None)
+            self._record(entry, completion.request_id, 0, completion, None, cached.get("fault"))
             return completion
 
         auth_kwargs = self._preflight(entry)
@@ -395,8 +412,14 @@ class Gateway:
             attempt += 1
             async with gate.semaphore:
                 await gate.limiter.wait()
+                self._check_budget()
+                fault = draw_fault(self.faults, key, attempt) if self.faults.active else None
                 started = time.monotonic()
                 try:
+                    if self.faults.delay_s:
+                        await asyncio.sleep(self.faults.delay_s)
+                    if fault in TRANSPORT_FAULTS:
+                        raise transport_exception(fault, entry.model, entry.provider)
                     response = await _litellm().acompletion(
                         model=entry.model,
                         messages=[dict(m) for m in messages],
@@ -410,7 +433,7 @@ class Gateway:
                 except Exception as exc:  # noqa: BLE001 - classified below
                     latency = time.monotonic() - started
                     kind = classify_error(exc)
-                    self._record_error(entry, key, attempt, latency, kind)
+                    self._record_error(entry, key, attempt, latency, kind, fault if fault in TRANSPORT_FAULTS else None)
                     if kind == "auth":
                         variables = [entry.api_key_env] if entry.api_key_env else key_env_names(entry.model)
                         raise AuthError(auth_message(entry, variables, _short(exc))) from None
@@ -433,28 +456,51 @@ class Gateway:
 
         choice = response.choices[0]
         text = getattr(choice.message, "content", None) or ""
+        finish_reason = getattr(choice, "finish_reason", None) or "stop"
+        if fault is not None:  # a content fault: this is what the model "said"
+            text, finish_reason = corrupt_reply(fault, text, key, params.get("max_tokens"))
         tokens_in, tokens_out = _usage(response)
         stored = {
             "model": entry.model,
             "text": text,
-            "finish_reason": getattr(choice, "finish_reason", None) or "stop",
+            "finish_reason": finish_reason,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
-            "cost_usd": _cost(response, entry),
+            "cost_usd": _cost(response, entry, self.settings),
             "logprobs": _logprobs(choice) if top_logprobs else None,
             "latency_s": latency,
+            "fault": fault,
         }
         self.cache.put(key, stored)
+        # after the cache: a kill between the two loses a ledger line, never a paid answer
+        self.ledger.append({
+            "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
+            "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
+        })
         completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
-        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty")
+        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
         return completion
+
+    def _check_budget(self) -> None:
+        budget = self.settings.budget_usd
+        if budget is None:
+            return
+        spent = self.ledger.total_usd()
+        if spent >= budget:
+            raise BudgetExceeded(budget_message(spent, budget, self.ledger.path))
 
     def _backoff(self, attempt: int) -> float:
         base = self.settings.backoff_base_s * (2 ** (attempt - 1))
         return min(self.settings.backoff_max_s, base) * (0.5 + 0.5 * self._jitter.random())
 
     def _record(
-        self, entry: RosterEntry, request_id: str, attempt: int, c: Completion, kind: str | None
+        self,
+        entry: RosterEntry,
+        request_id: str,
+        attempt: int,
+        c: Completion,
+        kind: str | None,
+        fault: str | None = None,
     ) -> None:
         self.log.add(
             CallRecord(
@@ -469,12 +515,17 @@ class Gateway:
                 latency_s=c.latency_s,
                 cache_hit=c.cache_hit,
                 error_kind=kind,
+                fault=fault,
             )
         )
 
-    def _record_error(self, entry: RosterEntry, key: str, attempt: int, latency: float, kind: str) -> None:
+    def _record_error(
+        self, entry: RosterEntry, key: str, attempt: int, latency: float, kind: str, fault: str | None = None
+    ) -> None:
         self.log.add(
-            CallRecord(self.log.job, entry.name, entry.model_string, key[:16], attempt, 0, 0, 0.0, latency, False, kind)
+            CallRecord(
+                self.log.job, entry.name, entry.model_string, key[:16], attempt, 0, 0, 0.0, latency, False, kind, fault
+            )
         )
 
     def record_bot(self, entry: RosterEntry, request_id: str, latency_s: float) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.core.faults import FaultSettings
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
 
@@ -86,12 +87,31 @@ class ProviderLimits(Strict):
     rpm: float = Field(0, ge=0, description="requests per minute; 0 means unlimited")
 
 
+class Price(Strict):
+    input_usd_per_mtok: float = Field(ge=0, description="USD per million prompt tokens")
+    output_usd_per_mtok: float = Field(ge=0, description="USD per million completion tokens")
+
+
 class GatewaySettings(Strict):
     retries: int = Field(5, ge=0, le=50, description="how many times a transport error (timeout, 429, 5xx) is retried")
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
     backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
     timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
     cache_dir: str = Field(".cache/responses", description="directory of the response cache (relative to the project root)")
+    budget_usd: float | None = Field(
+        None, ge=0, description="a number of USD, or null for no limit: the most the run may spend; no new request starts once the spend ledger reaches it"
+    )
+    ledger: str | None = Field(
+        None, description="path of the spend ledger shared by all jobs (default: spend-ledger.jsonl inside cache_dir)"
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="per litellm model string: {input_usd_per_mtok, output_usd_per_mtok}, for models litellm cannot price (overrides litellm)",
+    )
+    faults: FaultSettings = Field(
+        default_factory=FaultSettings,
+        description="injected provider faults for testing: rates of timeout, rate_limit, server, empty, malformed, overlong (all 0: off)",
+    )
 
 
 class CheckSettings(Strict):

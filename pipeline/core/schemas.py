@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pandera.polars as pa
 import polars as pl
@@ -46,6 +46,12 @@ class CallsSchema(StrictTable):
         nullable=True,
         isin=["timeout", "rate_limit", "server", "connection", "auth", "bad_request", "empty"],
     )
+    # the injected fault of this attempt (pipeline.core.faults), null for none. Optional so calls
+    # tables written before the column existed still read (read_table adds it as nulls).
+    fault: Optional[str] = pa.Field(
+        nullable=True,
+        isin=["timeout", "rate_limit", "server", "empty", "malformed", "overlong"],
+    )
 
 
 CALLS_DTYPES: dict[str, Any] = {
@@ -60,11 +66,12 @@ CALLS_DTYPES: dict[str, Any] = {
     "latency_s": pl.Float64,
     "cache_hit": pl.Boolean,
     "error_kind": pl.Utf8,
+    "fault": pl.Utf8,
 }
 
 
 def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(list(rows), schema=CALLS_DTYPES, orient="row")
+    return pl.DataFrame([{"fault": None, **row} for row in rows], schema=CALLS_DTYPES, orient="row")
 
 
 class RosterCheckSchema(StrictTable):
@@ -94,13 +101,27 @@ class RatingsSchema(StrictTable):
 
 
 def _check(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | os.PathLike[str]) -> pl.DataFrame:
+    # a missing column is named here: pandera's coercion would stop on it with a bare polars error
+    missing = [
+        f"  - column {name!r}: missing (expected a column of {column.dtype})"
+        for name, column in schema.to_schema().columns.items()
+        if column.required and name not in frame.columns
+    ]
+    if missing:
+        raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(missing))
+    return _validate(schema.to_schema(), frame, schema.__name__, path)
+
+
+def _validate(schema: pa.DataFrameSchema, frame: pl.DataFrame, name: str, path: str | os.PathLike[str]) -> pl.DataFrame:
     try:
         return schema.validate(frame, lazy=True)
     except pa.errors.SchemaErrors as exc:
         problems = [_describe(err) for err in exc.schema_errors]
     except pa.errors.SchemaError as exc:
         problems = [_describe(exc)]
-    raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(problems))
+    except pl.exceptions.PolarsError as exc:  # e.g. a value that cannot be coerced at all
+        problems = [f"  - table: {' '.join(str(exc).split())[:300]}"]
+    raise TableError(f"{path}: does not match {name}:\n" + "\n".join(problems))
 
 
 def _describe(err: pa.errors.SchemaError) -> str:
@@ -123,11 +144,47 @@ def write_table(
     return checked
 
 
-def read_table(path: str | os.PathLike[str], schema: type[pa.DataFrameModel]) -> pl.DataFrame:
+def _read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
     if not Path(path).exists():
         raise TableError(f"{path}: missing (the stage that writes it has not run)")
     try:
-        frame = pl.read_parquet(path)
+        return pl.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a corrupt file
         raise TableError(f"{path}: unreadable parquet ({exc}); delete it and rerun its stage") from None
-    return _check(frame, schema, path)
+
+
+def read_table(path: str | os.PathLike[str], schema: type[pa.DataFrameModel]) -> pl.DataFrame:
+    return _check(_add_optional_columns(_read_parquet(path), schema), schema, path)
+
+
+def read_columns(
+    path: str | os.PathLike[str], schema: type[pa.DataFrameModel], columns: Sequence[str]
+) -> pl.DataFrame:
+    """Some columns of another stage's table, each checked against that table's schema: for readers
+    (the leaderboard) that need a few columns of many tables and must not depend on the rest."""
+    frame = _read_parquet(path)
+    full = schema.to_schema()
+    unknown = [c for c in columns if c not in full.columns]
+    if unknown:
+        raise ValueError(f"{schema.__name__} has no column(s) {unknown}")
+    missing = [f"  - column {c!r}: missing (expected a column of {full.columns[c].dtype})"
+               for c in columns if c not in frame.columns]
+    if missing:
+        raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(missing))
+    return _validate(full.select_columns(list(columns)), frame.select(list(columns)), schema.__name__, path)
+
+
+def _add_optional_columns(frame: pl.DataFrame, schema: type[pa.DataFrameModel]) -> pl.DataFrame:
+    """Optional columns a table was written without (it predates them) come back as nulls, so
+    old and new tables of one schema stack."""
+    columns = schema.to_schema().columns
+    missing = {
+        name: pl.lit(None, dtype=column.dtype.type if column.dtype is not None else pl.Utf8).alias(name)
+        for name, column in columns.items()
+        if not column.required and name not in frame.columns
+    }
+    if not missing:
+        return frame
+    frame = frame.with_columns(list(missing.values()))
+    declared = [name for name in columns if name in frame.columns]
+    return frame.select(declared + [c for c in frame.columns if c not in declared])

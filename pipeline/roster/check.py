@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.io import seed_from, write_json_atomic
-from pipeline.core.llm import Gateway, GatewayError
+from pipeline.core.llm import BudgetExceeded, Gateway, GatewayError
 from pipeline.core.players import MoveRequest, is_generic_bot, make_player
 from pipeline.core.roster import ModelsParams, RosterEntry
 from pipeline.core.schemas import RosterCheckSchema, write_table
@@ -52,6 +52,8 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
                 tokens_out=completion.tokens_out,
                 cost_usd=completion.cost_usd,
             )
+    except BudgetExceeded:
+        raise  # out of budget is no verdict on the entry: the job fails, a rerun resumes
     except (GatewayError, ValueError) as exc:
         row["error"] = str(exc)
     return row
