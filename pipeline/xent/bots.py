@@ -1,0 +1,85 @@
+"""The xent heuristic bot: related words from what it can see, then hill climbing over rounds.
+
+Round 1: a few content words of the visible texts, each bent into a neighbour form (plural or
+singular) so that it survives `remove_common_words` while still hinting at the text. Later rounds:
+the best earlier move for this register, with one word swapped for another candidate (or kept as
+is one time in four). For cut games the move is a short span of the story, so the cut exists.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+
+_STOP = set(
+    "the and that with from this have were which their there about would could should into than then them they "
+    "what when where while your been being after before other some more most very just over also only such".split()
+)
+_FALLBACK = "harbor lantern orchard meadow village journey silence morning letter window".split()
+
+
+def _content_words(texts: list[str]) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        for word in re.findall(r"[A-Za-z]{4,}", text):
+            lower = word.lower()
+            if lower not in _STOP and lower not in found:
+                found.append(lower)
+    return found
+
+
+def _neighbour(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    if word.endswith("y"):
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def _best_move(history: list[Mapping[str, Any]], register: str) -> tuple[str, float] | None:
+    best: tuple[str, float] | None = None
+    for past in history:
+        total = past.get("total_bits")
+        if total is None:
+            continue
+        for move in past.get("moves", []):
+            if move["register"] == register and (best is None or total > best[1]):
+                best = (move["move"], total)
+    return best
+
+
+@register_bot("heuristic", game="xent")
+def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
+    words_wanted = int(options.get("words", 5))
+
+    def policy(request: MoveRequest, rng: random.Random) -> str:
+        state = request.state
+        visible = [str(v) for v in dict(state.get("visible", {})).values()]
+        limit = max(1, min(words_wanted, int(state.get("max_tokens") or request.max_words or words_wanted)))
+        if "cut" in str(state.get("game", "")) and visible:  # a span of the story to cut at
+            story = max(visible, key=len).split()
+            if story:
+                start = rng.randrange(len(story))
+                return " ".join(story[start:start + rng.randint(1, 3)])
+        pool = [_neighbour(w) for w in _content_words(visible)] or list(_FALLBACK)
+        if state.get("failed"):  # a rule refused the last move: use words from nowhere near the texts
+            pool = [w for w in _FALLBACK if w not in " ".join(visible).lower()] or list(_FALLBACK)
+            return " ".join(rng.sample(pool, min(limit, len(pool))))
+        best = _best_move(list(state.get("history", [])), str(state.get("register", "")))
+        if best is None or not best[0].split():
+            return " ".join(rng.sample(pool, min(limit, len(pool))))
+        words = best[0].split()
+        if rng.random() < 0.25:
+            return best[0]
+        words[rng.randrange(len(words))] = rng.choice(pool)
+        if len(words) < limit and rng.random() < 0.5:
+            words.append(rng.choice(pool))
+        return " ".join(words[:limit])
+
+    return policy

@@ -1,0 +1,56 @@
+"""`params/xent.yaml`: which games, maps and rounds, who plays, which judges score, the rating."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from pipeline.core.params import StrictParams as Strict
+from pipeline.core.params import load_params
+from pipeline.core.rating import RatingParams
+
+
+class ReplyParams(Strict):
+    max_tokens: int = Field(24, ge=4, le=4096, description="token cap of a model's reply (the move plus its tags)")
+    detail_rounds: int = Field(
+        2, ge=0, le=100, description="earlier rounds shown with their per-token breakdown (all rounds show totals)"
+    )
+
+
+class RatingSettings(Strict):
+    mu: float = Field(25.0, description="TrueSkill prior mean")
+    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
+    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
+    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
+    draw_probability: float = Field(
+        0.1, gt=0.0, lt=1.0, description="TrueSkill draw probability in (0, 1): equal map scores are ties"
+    )
+    passes: int = Field(8, ge=1, le=1000, description="rating passes over shuffled map orders")
+    bootstrap_resamples: int = Field(50, ge=0, le=10000, description="bootstrap resamples for intervals (0: none)")
+
+    def rating_params(self) -> RatingParams:
+        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
+
+
+class XentParams(Strict):
+    players: list[str] = Field(min_length=1, description="roster names (params/models.yaml) that play every map")
+    opponent: str = Field(
+        "heuristic-bot", description="the roster name that plays a game's @opponent roles (e.g. white in a zero-sum game)"
+    )
+    games: list[str] = Field(
+        min_length=1, description="game names from pipeline/xent/games (e.g. condense) or paths to .xgl files"
+    )
+    maps_per_game: int = Field(2, ge=1, le=10000, description="maps (map seeds) per game")
+    seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
+    rounds: int = Field(3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20)")
+    judge: str = Field("gemma-3-270m", description="the judge that scores moves during play (a registered name or a model directory)")
+    rescore_judges: list[str] = Field(
+        default_factory=list, description="more judges that re-score every recorded move (the play judge always does)"
+    )
+    replies: ReplyParams = Field(default_factory=ReplyParams, description="reply token cap and history detail")
+    rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
+
+
+def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:
+    return load_params(XentParams, path)

@@ -1,0 +1,166 @@
+"""Iterated play: each player plays each map for several rounds; all maps of a job run concurrently.
+
+Before each elicit a player sees the game's code and description, what its role may see, and its
+history on this map (its moves, reward totals, the per-token breakdown of recent rounds). A model
+replies with its move in <move>...</move> (last tag wins, <think> dropped); a reply without the
+tag is asked again once with a reminder, then counts as an empty move. Bots get the same request
+plus a structured `state`, and a bot reply without tags is the move itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
+from pipeline.core.players import MoveRequest, Player
+from pipeline.xent.games import Game
+from pipeline.xent.prompts import PROMPT_VERSION, elicit_messages, parse_move
+from pipeline.xent.runtime import ElicitRequest, JudgeLike, MoveOutcome, RoundResult, StoryProvider, run_round
+from pipeline.xent.xgl import Program
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PlaySettings:
+    reply_max_tokens: int = 24
+    detail_rounds: int = 2
+    missing_tag_retries: int = 1
+
+
+@dataclass
+class MapContext:
+    game: Game
+    map_id: str
+    round: int = 1
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class PlayerSeat:
+    """One role of one map, played by a roster player through `Player.act`."""
+
+    def __init__(self, player: Player, context: MapContext, settings: PlaySettings) -> None:
+        self.player = player
+        self.context = context
+        self.settings = settings
+
+    async def ask(self, request: ElicitRequest) -> MoveOutcome:
+        ctx = self.context
+        key = f"{ctx.game.name}/{ctx.map_id}/r{ctx.round}/e{request.elicit_index}/{request.register}/a{request.attempt}"
+        state = {
+            "game": ctx.game.name, "description": ctx.game.description, "role": request.role,
+            "register": request.register, "max_tokens": request.max_tokens, "visible": dict(request.visible),
+            "failed": list(request.failed), "round": ctx.round, "history": own_history(ctx.history, request.role),
+            "events": list(request.events),
+        }
+        reply_text = ""
+        for prompt in range(1 + self.settings.missing_tag_retries):
+            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history,
+                                       (request.role,), self.settings.detail_rounds, reminder=prompt > 0)
+            reply = await self.player.act(MoveRequest(
+                messages=messages, key=key + (f"/remind{prompt}" if prompt else ""), kind="xent_move",
+                max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=("</move>",),
+                state=state,
+            ))
+            reply_text = reply.text
+            move = parse_move(reply_text)
+            if move is None and self.player.is_bot:
+                move = reply_text.strip()
+            if move is not None:
+                return MoveOutcome(move, reply_text, prompt + 1)
+        return MoveOutcome("", reply_text, 1 + self.settings.missing_tag_retries)
+
+
+def own_history(history: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
+    """Earlier rounds as one role saw them: its own moves and rewards only."""
+    return [
+        {**past, "moves": [m for m in past["moves"] if m["role"] == role],
+         "rewards": [r for r in past["rewards"] if r["role"] == role]}
+        for past in history
+    ]
+
+
+def round_summary(number: int, result: RoundResult, self_roles: Sequence[str]) -> dict[str, Any]:
+    """A round as recorded (and as shown in later prompts): moves, rewards with tokens, error."""
+    return {
+        "round": number,
+        "error": result.error,
+        "total_bits": None if result.error else result.total_for(self_roles),
+        "ensure_failures": result.ensure_failures,
+        "moves": [
+            {"elicit_index": m.elicit_index, "role": m.role, "register": m.register, "move": m.move,
+             "reply": m.reply, "attempts": m.attempts, "line": m.line}
+            for m in result.moves
+        ],
+        "rewards": [
+            {"reward_index": r.reward_index, "role": r.role, "line": r.line, "expression": r.expression,
+             "total_bits": r.total, "tokens": [[t.token, t.bits] for t in r.resolved.tokens],
+             "token_terms": [t.term for t in r.resolved.tokens], "terms": [t.to_dict() for t in r.terms]}
+            for r in result.rewards
+        ],
+    }
+
+
+async def play_map(game: Game, program: Program, map_id: str, players: Mapping[str, Player], judge: JudgeLike,
+                   rounds: int, settings: PlaySettings, stories: StoryProvider | None = None) -> dict[str, Any]:
+    """`rounds` passes through `program`; `players` maps every elicited role to its player."""
+    context = MapContext(game, map_id)
+    seats = {role: PlayerSeat(player, context, settings) for role, player in players.items()}
+    for number in range(1, rounds + 1):
+        context.round = number
+        result = await run_round(program, seats, judge, stories)
+        summary = round_summary(number, result, game.self_roles)
+        context.history.append(summary)
+        total = summary["total_bits"]
+        shown = f"{total:+.2f} bits" if total is not None else f"error: {summary['error']}"
+        print(f"xent {game.name} map {map_id} round {number}: {shown}", file=sys.stderr)
+    return {"map_id": map_id, "rounds": context.history}
+
+
+def judge_stories(judge: Any, base: str) -> StoryProvider:
+    """story() for unbuilt programs: the judge's seeded sample for (base, call index)."""
+
+    async def provide(index: int, n_tokens: int) -> str:
+        texts = await asyncio.to_thread(judge.stories, [f"{base}/{index}"], n_tokens)
+        return texts[0]
+
+    return provide
+
+
+def seat_players(game: Game, player: Player, opponent: Player | None) -> dict[str, Player]:
+    seats: dict[str, Player] = {}
+    for role in game.seats:
+        if role in game.opponent_roles:
+            if opponent is None:
+                raise ValueError(f"game {game.name} needs an opponent for {role}")
+            seats[role] = opponent
+        else:
+            seats[role] = player
+    return seats
+
+
+async def play_job_maps(game: Game, maps: Sequence[tuple[str, Program]], player: Player, opponent: Player | None,
+                        judge: JudgeLike, rounds: int, settings: PlaySettings) -> list[dict[str, Any]]:
+    """All maps of one game for one player, concurrently (the judge batches their requests)."""
+    seats = seat_players(game, player, opponent)
+    return list(await asyncio.gather(*(
+        play_map(game, program, map_id, seats, judge, rounds, settings) for map_id, program in maps
+    )))
+
+
+def job_record(game: Game, job_id: str, player: Player, opponent: Player | None, judge: Any, rounds: int,
+               maps: list[dict[str, Any]], seeds: Mapping[str, int]) -> dict[str, Any]:
+    for record in maps:
+        record["seed"] = seeds.get(record["map_id"])
+    return {
+        "job_id": job_id, "game": game.name, "game_version": game.version, "description": game.description,
+        "code": game.source, "player": player.name, "model": player.entry.model_string,
+        "opponent": opponent.name if opponent else None, "self_roles": list(game.self_roles),
+        "opponent_roles": list(game.opponent_roles), "rounds": rounds, "prompt_version": PROMPT_VERSION,
+        "judge": judge.fingerprint.as_dict(), "maps": maps,
+    }

@@ -1,0 +1,95 @@
+"""What a model sees before each elicit, and how its move is read from the reply."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pipeline.xent.runtime import ElicitRequest
+
+PROMPT_VERSION = 1
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+_MOVE = re.compile(r"<move>(.*?)</move>", re.DOTALL | re.IGNORECASE)
+_OPEN = re.compile(r"<move>", re.IGNORECASE)
+
+RULES = (
+    "You are playing a cross-entropy game (a Xent game) written in XGL. A judge language model "
+    "scores strings: xent(s | x) is how surprising the tokens of s are after the prefix x, in bits; "
+    "xed(s | x) = xent(s) - xent(s | x) is how much x helps predict s; nex = -xent, dex = -xed. "
+    "Your reward is the sum of the reward() lines given to your role; higher is better. "
+    "`a // b` is a before the first b, `a % b` is a after the first b, `+` joins strings. "
+    "ensure() lines reject moves that break a rule: you are asked again."
+)
+
+
+def parse_move(reply: str) -> str | None:
+    """The last <move>...</move> of `reply` after dropping <think> blocks; None when there is no tag.
+
+    A final <move> left open (the reply hit its token cap) counts up to the end of the reply.
+    """
+    text = _THINK.sub("", reply)
+    closed = list(_MOVE.finditer(text))
+    opens = list(_OPEN.finditer(text))
+    if opens and (not closed or opens[-1].start() > closed[-1].start()):
+        return text[opens[-1].end():].strip()
+    if closed:
+        return closed[-1].group(1).strip()
+    return None
+
+
+def _block(title: str, lines: Sequence[str]) -> str:
+    return f"## {title}\n" + ("\n".join(lines) if lines else "(none)")
+
+
+def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str], detail_rounds: int,
+                  max_tokens_shown: int = 60) -> list[str]:
+    """Earlier rounds on this map: moves, reward totals, and the per-token breakdown of recent rounds."""
+    lines: list[str] = []
+    for k, past in enumerate(history):
+        detailed = k >= len(history) - detail_rounds
+        total = past.get("total_bits")
+        status = f"total {total:+.2f} bits" if total is not None else f"ended with an error: {past.get('error')}"
+        lines.append(f"Round {past['round']}: {status}")
+        for move in past["moves"]:
+            if move["role"] in role_set:
+                lines.append(f"  your move {move['register']} = {move['move']!r}")
+        for reward in past["rewards"]:
+            if reward["role"] not in role_set:
+                continue
+            lines.append(f"  reward {reward['expression']} to {reward['role']}: {reward['total_bits']:+.2f} bits")
+            if detailed and reward.get("tokens"):
+                shown = reward["tokens"][:max_tokens_shown]
+                cells = " ".join(f"{tok!r}:{bits:+.1f}" for tok, bits in shown)
+                more = f" ... (+{len(reward['tokens']) - len(shown)} tokens)" if len(reward["tokens"]) > len(shown) else ""
+                lines.append(f"    per token: {cells}{more}")
+    return lines
+
+
+def elicit_messages(code: str, description: str, request: ElicitRequest, history: Sequence[Mapping[str, Any]],
+                    role_set: Sequence[str], detail_rounds: int, reminder: bool = False) -> list[dict[str, str]]:
+    """Chat messages for one elicit: rules, the game code, what the role sees, its history, the ask."""
+    visible = [f"{name} = {value!r}" for name, value in request.visible.items()]
+    this_round = []
+    for event in request.events:
+        if event["type"] == "move" and event["role"] in role_set:
+            this_round.append(f"your move {event['register']} = {event['move']!r}")
+        elif event["type"] == "reward" and event["role"] in role_set:
+            this_round.append(f"reward {event['expression']} to {event['role']}: {event['total_bits']:+.2f} bits")
+    ask = [f"You play {request.role}. Give your move for register {request.register} "
+           f"(at most {request.max_tokens} tokens; longer moves are cut)."]
+    if request.failed:
+        ask.append("Your last move broke the rule(s): " + "; ".join(request.failed) + ". Try a different move.")
+    if reminder:
+        ask.append("Your last reply had no <move>...</move> tag. Reply with the tag this time.")
+    ask.append("Reply with the move only, inside tags: <move>your text</move>")
+    user = "\n\n".join([
+        _block("Game", [description] if description else []),
+        "## Code\n" + code.strip(),
+        _block("What you can see", visible),
+        _block("Your earlier rounds on this map", history_lines(history, role_set, detail_rounds)),
+        _block("This round so far", this_round),
+        "\n".join(ask),
+    ])
+    return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]

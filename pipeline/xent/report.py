@@ -1,0 +1,172 @@
+"""Scores, playability curves, TrueSkill over per-map rankings, metrics.json and plots.
+
+- round total = the sum of the rewards to the player's roles (null when the round errored);
+- map score = the best round; normalized score = map score / best map score of any player on the
+  map (null when that best is not positive; a player with no finished round gets 0);
+- benchmark score = mean normalized score x 100 (overall and per game);
+- a map is flagged when no player's running best improves after round 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import seed_from, write_json_atomic
+from pipeline.core.rating import FreeForAll, rating_summary
+from pipeline.core.schemas import read_table, write_table
+from pipeline.xent.config import load_xent
+from pipeline.xent.schemas import (
+    MapsSchema,
+    RewardsSchema,
+    RoundStatusSchema,
+    RoundsSchema,
+    ScoresSchema,
+    XentRatingsSchema,
+)
+
+REPORT_FILES = ("rounds.parquet", "scores.parquet", "maps.parquet", "ratings.parquet", "metrics.json")
+PLOTS = ("score_by_round", "running_best", "normalized_scores")
+
+
+def report_outputs(root: str) -> list[str]:
+    files = [f"{root}/{name}" for name in REPORT_FILES]
+    return files + [f"{root}/plots/{plot}.{ext}" for plot in PLOTS for ext in ("html", "png", "svg")]
+
+
+def round_table(rewards: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
+    """Every played round (from `errors`: game, map_id, model, round, error) with its total and running best."""
+    totals = rewards.group_by(["game", "map_id", "model", "round"]).agg(pl.col("total_bits").sum())
+    rounds = errors.join(totals, on=["game", "map_id", "model", "round"], how="left")
+    rounds = rounds.with_columns(
+        pl.when(pl.col("error").is_null()).then(pl.col("total_bits").fill_null(0.0)).otherwise(None).alias("total_bits")
+    ).sort(["game", "map_id", "model", "round"])
+    return rounds.with_columns(
+        pl.col("total_bits").cum_max().over(["game", "map_id", "model"]).alias("running_best")
+    ).select(["game", "map_id", "model", "round", "total_bits", "running_best", "error"])
+
+
+def score_table(rounds: pl.DataFrame) -> pl.DataFrame:
+    scores = rounds.group_by(["game", "map_id", "model"]).agg(
+        pl.col("total_bits").max().alias("map_score"), pl.len().alias("rounds")
+    )
+    best = scores.group_by(["game", "map_id"]).agg(pl.col("map_score").max().alias("best"))
+    scores = scores.join(best, on=["game", "map_id"])
+    normalized = (
+        pl.when(pl.col("best").is_null() | (pl.col("best") <= 0)).then(None)
+        .when(pl.col("map_score").is_null()).then(0.0)
+        .otherwise(pl.col("map_score") / pl.col("best"))
+    )
+    return scores.with_columns(normalized.alias("normalized_score")).select(
+        ["game", "map_id", "model", "map_score", "normalized_score", "rounds"]
+    )
+
+
+def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
+    first = rounds.filter(pl.col("round") == 1).select(["game", "map_id", "model", pl.col("total_bits").alias("first")])
+    later = rounds.filter(pl.col("round") > 1).group_by(["game", "map_id", "model"]).agg(
+        pl.col("total_bits").max().alias("later")
+    )
+    improved = first.join(later, on=["game", "map_id", "model"], how="left").with_columns(
+        ((pl.col("later").is_not_null() & (pl.col("first").is_null() | (pl.col("later") > pl.col("first")))))
+        .alias("improved")
+    ).group_by(["game", "map_id"]).agg(pl.col("improved").any().alias("improved_after_round_1"))
+    best = (
+        scores.filter(pl.col("map_score").is_not_null())
+        .sort(["map_score", "model"], descending=[True, False])
+        .group_by(["game", "map_id"], maintain_order=True)
+        .agg(pl.col("map_score").first().alias("best_score"), pl.col("model").first().alias("best_model"))
+    )
+    maps = scores.select(["game", "map_id"]).unique().join(best, on=["game", "map_id"], how="left")
+    maps = maps.join(improved, on=["game", "map_id"], how="left").with_columns(
+        pl.col("improved_after_round_1").fill_null(False)
+    )
+    return maps.with_columns((~pl.col("improved_after_round_1")).alias("flagged")).select(
+        ["game", "map_id", "best_score", "best_model", "improved_after_round_1", "flagged"]
+    )
+
+
+def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
+    """Per map, players ranked by map score (equal scores tie; no finished round ranks last)."""
+    events = []
+    for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
+        if group.height < 2:
+            continue
+        values = {m: (s if s is not None else -math.inf) for m, s in zip(group["model"], group["map_score"])}
+        ordered = sorted(set(values.values()), reverse=True)
+        events.append(FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()}))
+    return events
+
+
+def write_report(params_path: str, out: str) -> dict[str, Any]:
+    from pipeline.xent.plots import write_plots
+
+    params = load_xent(params_path)
+    root = Path(out)
+    rewards = read_table(root / "rewards.parquet", RewardsSchema)
+    played = read_table(root / "round_status.parquet", RoundStatusSchema).select(
+        ["game", "map_id", "model", "round", "error"])
+    rounds = round_table(rewards, played)
+    write_table(root / "rounds.parquet", rounds, RoundsSchema, sort_by=["game", "map_id", "model", "round"])
+    scores = score_table(rounds)
+    write_table(root / "scores.parquet", scores, ScoresSchema, sort_by=["game", "map_id", "model"])
+    maps = map_table(rounds, scores)
+    write_table(root / "maps.parquet", maps, MapsSchema, sort_by=["game", "map_id"])
+
+    events = rating_events(scores)
+    rating = params.rating
+    if events:
+        ratings = rating_summary(events, rating.rating_params(), rating.passes, seed_from("xent-ratings", params.seed),
+                                 rating.bootstrap_resamples)
+    else:
+        ratings = pl.DataFrame({c: [] for c in XentRatingsSchema.to_schema().columns})
+    ratings = ratings.select(list(XentRatingsSchema.to_schema().columns))
+    write_table(root / "ratings.parquet", ratings, XentRatingsSchema, sort_by=["rank", "player"])
+
+    metrics = metrics_dict(scores, ratings, maps)
+    write_json_atomic(root / "metrics.json", metrics)
+    write_plots(rounds, scores, root / "plots")
+    return {"models": len(metrics), "maps": maps.height, "flagged_maps": int(maps["flagged"].sum()),
+            "rating_events": len(events)}
+
+
+def _round(value: Any, digits: int = 4) -> Any:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return round(float(value), digits)
+
+
+def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    metrics: dict[str, dict[str, Any]] = {}
+    by_player = {row["player"]: row for row in ratings.iter_rows(named=True)}
+    for model in sorted(scores["model"].unique().to_list()):
+        mine = scores.filter(pl.col("model") == model)
+        normalized = mine["normalized_score"].drop_nulls()
+        entry: dict[str, Any] = {
+            "xent_score": _round(normalized.mean() * 100) if normalized.len() else None,
+            "maps_played": mine.height,
+            "mean_map_score_bits": _round(mine["map_score"].drop_nulls().mean()) if mine["map_score"].drop_nulls().len() else None,
+        }
+        for game in sorted(mine["game"].unique().to_list()):
+            values = mine.filter(pl.col("game") == game)["normalized_score"].drop_nulls()
+            entry[f"xent_score_{game}"] = _round(values.mean() * 100) if values.len() else None
+        row = by_player.get(model)
+        entry.update({
+            "trueskill_mu": _round(row["mu"]) if row else None,
+            "trueskill_sigma": _round(row["sigma"]) if row else None,
+            "trueskill_mu_lo": _round(row["mu_lo"]) if row else None,
+            "trueskill_mu_hi": _round(row["mu_hi"]) if row else None,
+            "trueskill_rank": int(row["rank"]) if row else None,
+            "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
+            "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
+        })
+        metrics[model] = entry
+    return metrics
+
+
+def load_metrics(root: str | Path) -> dict[str, Any]:
+    return json.loads((Path(root) / "metrics.json").read_text(encoding="utf-8"))

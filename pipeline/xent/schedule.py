@@ -1,0 +1,92 @@
+"""The deterministic schedule: which maps exist and which play jobs run (ids are content ids).
+
+A play job is one game and one player over all the game's maps; its id covers the game text, the
+map ids, the player's roster entry, the opponent's entry, the rounds, the judge and the prompt
+version, so adding a player adds jobs and changes none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.core.io import content_id
+from pipeline.core.params import ParamsError
+from pipeline.core.roster import ModelsParams
+from pipeline.xent.config import XentParams
+from pipeline.xent.games import Game, load_game
+from pipeline.xent.maps import MapSpec, map_id_for
+from pipeline.xent.prompts import PROMPT_VERSION
+from pipeline.xent.xgl import ParseError
+
+PLAY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PlayJob:
+    game: str  # game name
+    ref: str  # params entry: a library name or a path
+    job_id: str
+    player: str
+    opponent: str | None
+    maps: tuple[MapSpec, ...]
+    rounds: int
+
+    def path(self, root: str | Path) -> Path:
+        return Path(root) / self.game / f"{self.job_id}.json"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    games: dict[str, Game]
+    refs: dict[str, str]
+    maps: dict[str, tuple[MapSpec, ...]]
+    jobs: tuple[PlayJob, ...]
+
+    def job(self, game: str, job_id: str) -> PlayJob:
+        for job in self.jobs:
+            if job.game == game and job.job_id == job_id:
+                return job
+        raise ParamsError(f"no scheduled xent play job {game}/{job_id}; the params changed since the DAG was built")
+
+
+def _entry_identity(models: ModelsParams, name: str) -> dict:
+    entry = models.entry(name)
+    return entry.model_dump(mode="json", include={"model", "bot", "bot_options", "sampling", "extra"})
+
+
+def build_schedule(params: XentParams, models: ModelsParams, source: str = "params/xent.yaml") -> Schedule:
+    known = {e.name for e in models.roster}
+    for field, names in (("players", params.players), ("opponent", [params.opponent])):
+        for name in names:
+            if name not in known:
+                raise ParamsError(f"{source}: {field}: {name!r} is not a roster name in params/models.yaml "
+                                  f"(known: {', '.join(sorted(known))})")
+    games: dict[str, Game] = {}
+    refs: dict[str, str] = {}
+    for ref in params.games:
+        try:
+            game = load_game(ref)
+        except ParseError as exc:
+            raise ParamsError(f"{source}: games: {exc}") from None
+        if game.name in games:
+            raise ParamsError(f"{source}: games: {game.name!r} is listed twice")
+        games[game.name] = game
+        refs[game.name] = ref
+    maps = {
+        name: tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
+                    for k in range(params.maps_per_game))
+        for name, game in games.items()
+    }
+    jobs = []
+    for name, game in games.items():
+        opponent = params.opponent if game.opponent_roles else None
+        for player in params.players:
+            identity = {
+                "v": PLAY_VERSION, "prompt": PROMPT_VERSION, "game": name, "source": game.version,
+                "maps": [m.map_id for m in maps[name]], "player": _entry_identity(models, player),
+                "opponent": _entry_identity(models, opponent) if opponent else None,
+                "rounds": params.rounds, "judge": params.judge, "replies": params.replies.model_dump(mode="json"),
+            }
+            jobs.append(PlayJob(name, refs[name], content_id(identity), player, opponent, maps[name], params.rounds))
+    return Schedule(games, refs, maps, tuple(jobs))

@@ -1,0 +1,121 @@
+"""pandera schemas of the xent tables (validated at write and at read; see specs and CONTRACT)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+
+from pipeline.core.schemas import StrictTable
+
+
+class MovesSchema(StrictTable):
+    """One row per elicited register of the player under test, per round."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    elicit_index: int = pa.Field(ge=0)
+    player_role: str
+    register: str
+    move: str
+    reply: str
+    attempts: int = pa.Field(ge=1)
+
+
+class RewardsSchema(StrictTable):
+    """One row per reward to a role the player under test plays."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    reward_index: int = pa.Field(ge=0)
+    player_role: str
+    total_bits: float
+
+
+class TokenXentsSchema(StrictTable):
+    """The per-token breakdown of each reward (rescored by the play judge); sums to total_bits."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    reward_index: int = pa.Field(ge=0)
+    token_index: int = pa.Field(ge=0)
+    token: str
+    bits: float
+
+
+class RescoreSchema(StrictTable):
+    """Every reward re-scored by every configured judge, beside the total seen during play."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    reward_index: int = pa.Field(ge=0)
+    player_role: str
+    judge: str
+    total_bits: float
+    play_total_bits: float
+
+
+class RoundsSchema(StrictTable):
+    """Round totals and the running best (the playability curve); null total = the round errored."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    total_bits: float = pa.Field(nullable=True)
+    running_best: float = pa.Field(nullable=True)
+    error: str = pa.Field(nullable=True)
+
+
+class ScoresSchema(StrictTable):
+    """Map score (best round), normalized by the best score of any player on the map."""
+
+    game: str
+    map_id: str
+    model: str
+    map_score: float = pa.Field(nullable=True)
+    normalized_score: float = pa.Field(nullable=True)
+    rounds: int = pa.Field(ge=0)
+
+
+class MapsSchema(StrictTable):
+    """Per map: the best score and whether any player improved after round 1 (flagged if not)."""
+
+    game: str
+    map_id: str
+    best_score: float = pa.Field(nullable=True)
+    best_model: str = pa.Field(nullable=True)
+    improved_after_round_1: bool
+    flagged: bool
+
+
+class XentRatingsSchema(StrictTable):
+    """Multi-pass TrueSkill over per-map rankings, with bootstrap intervals (rating_summary)."""
+
+    player: str = pa.Field(unique=True)
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    mu_sd: float = pa.Field(ge=0)
+    mu_lo: float = pa.Field(nullable=True)
+    mu_hi: float = pa.Field(nullable=True)
+    rank: int = pa.Field(ge=1)
+    rank_lo: int = pa.Field(ge=1)
+    rank_hi: int = pa.Field(ge=1)
+    events: int = pa.Field(ge=0)
+
+
+class RoundStatusSchema(StrictTable):
+    """Every played round of the player under test: its error (null when it ran to the end)."""
+
+    game: str
+    map_id: str
+    model: str
+    round: int = pa.Field(ge=1)
+    error: str = pa.Field(nullable=True)
+    ensure_failures: int = pa.Field(ge=0)

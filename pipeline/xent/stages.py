@@ -1,0 +1,179 @@
+"""The stage bodies the rules call: build maps, play one job, rescore everything."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.io import seed_from, write_json_atomic
+from pipeline.core.schemas import CallsSchema, read_table, write_table
+from pipeline.xent.config import load_xent
+from pipeline.xent.schedule import Schedule, build_schedule
+from pipeline.xent.schemas import MovesSchema, RescoreSchema, RewardsSchema, RoundStatusSchema, TokenXentsSchema
+from pipeline.xent.values import Term, XentValue, combine
+from pipeline.xent.xgl import load_program
+
+#: the largest difference between a play-time reward total and its rescored total (same judge)
+RESCORE_TOLERANCE_BITS = 1e-3
+
+
+def load_schedule(params_path: str, models_path: str) -> Schedule:
+    from pipeline.core.roster import load_models
+
+    return build_schedule(load_xent(params_path), load_models(models_path), source=params_path)
+
+
+def build_stage(params_path: str, models_path: str, game: str, out: str, judge_cache: str | None) -> list[Path]:
+    from pipeline.xent.cli import load_any_judge
+    from pipeline.xent.maps import build_maps
+
+    params = load_xent(params_path)
+    schedule = load_schedule(params_path, models_path)
+    judge = load_any_judge(params.judge)
+    if judge_cache and hasattr(judge, "cache"):
+        judge.cache.directory = Path(judge_cache)  # stories sampled once per game and seed, kept on disk
+    return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
+
+
+def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, maps_root: str, out: str) -> Path:
+    from pipeline.core.llm import Gateway
+    from pipeline.core.players import make_players
+    from pipeline.core.roster import load_models
+    from pipeline.xent.cli import load_any_judge
+    from pipeline.xent.play import PlaySettings, job_record, play_job_maps
+
+    params = load_xent(params_path)
+    models = load_models(models_path)
+    schedule = build_schedule(params, models, source=params_path)
+    job = schedule.job(game_name, job_id)
+    game = schedule.games[game_name]
+    judge = load_any_judge(params.judge)
+    gateway = Gateway(models, job=f"xent/{game_name}/{job_id}")
+    names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
+    players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
+    maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
+    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds)
+    opponent = players[job.opponent] if job.opponent else None
+    records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
+    record = job_record(game, job_id, players[job.player], opponent, judge, job.rounds, records,
+                        {m.map_id: m.seed for m in job.maps})
+    path = job.path(out)
+    gateway.write_calls(path.with_suffix(".calls.parquet"))
+    write_json_atomic(path, record)
+    return path
+
+
+def _records(schedule: Schedule, plays: str) -> list[dict[str, Any]]:
+    records = []
+    missing = []
+    for job in schedule.jobs:
+        path = job.path(plays)
+        if not path.exists():
+            missing.append(str(path))
+            continue
+        records.append(json.loads(path.read_text(encoding="utf-8")))
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} play job(s) have not run, e.g. {missing[0]}; run `snakemake xent_all`")
+    return records
+
+
+def _self_rewards(records: list[dict[str, Any]]):  # -> iterator of (keys, reward)
+    for record in records:
+        roles = set(record["self_roles"])
+        for map_record in record["maps"]:
+            for rnd in map_record["rounds"]:
+                for reward in rnd["rewards"]:
+                    if reward["role"] in roles:
+                        keys = {"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
+                                "round": rnd["round"], "reward_index": reward["reward_index"],
+                                "player_role": reward["role"]}
+                        yield keys, reward, record
+
+
+def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> dict[str, Any]:
+    """Tables of moves, rewards and per-token xents; every reward re-scored by every judge in large batches."""
+    from pipeline.xent.cli import load_any_judge
+
+    params = load_xent(params_path)
+    schedule = load_schedule(params_path, models_path)
+    records = _records(schedule, plays)
+    out_dir = Path(out)
+
+    moves = []
+    for record in records:
+        roles = set(record["self_roles"])
+        for map_record in record["maps"]:
+            for rnd in map_record["rounds"]:
+                for move in rnd["moves"]:
+                    if move["role"] in roles:
+                        moves.append({"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
+                                      "round": rnd["round"], "elicit_index": move["elicit_index"],
+                                      "player_role": move["role"], "register": move["register"], "move": move["move"],
+                                      "reply": move["reply"], "attempts": move["attempts"]})
+    key_cols = ["game", "map_id", "model", "round"]
+    status = [{"game": record["game"], "map_id": m["map_id"], "model": record["player"], "round": rnd["round"],
+               "error": rnd["error"], "ensure_failures": rnd["ensure_failures"]}
+              for record in records for m in record["maps"] for rnd in m["rounds"]]
+    write_table(out_dir / "round_status.parquet", _frame(status, RoundStatusSchema), RoundStatusSchema, sort_by=key_cols)
+    write_table(out_dir / "moves.parquet", _frame(moves, MovesSchema), MovesSchema, sort_by=key_cols + ["elicit_index"])
+
+    rewards = list(_self_rewards(records))
+    values = [XentValue(tuple(Term.from_dict(t) for t in reward["terms"])) for _, reward, _ in rewards]
+    pairs = sorted({pair for value in values for pair in value.pairs()})
+    judges = [params.judge] + [j for j in params.rescore_judges if j != params.judge]
+    rescored_rows: list[dict[str, Any]] = []
+    token_rows: list[dict[str, Any]] = []
+    mismatches: list[str] = []
+    checked = 0
+    for judge_name in judges:
+        judge = load_any_judge(judge_name)
+        print(f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
+              file=sys.stderr)
+        scored = dict(zip(pairs, judge.score_many(pairs))) if pairs else {}
+        fingerprint = judge.fingerprint.as_dict()
+        for (keys, reward, record), value in zip(rewards, values):
+            resolved = combine(value, [scored[p] for p in value.pairs()])
+            rescored_rows.append({**keys, "judge": judge_name, "total_bits": resolved.total,
+                                  "play_total_bits": reward["total_bits"]})
+            if judge_name != params.judge:
+                continue
+            for index, token in enumerate(resolved.tokens):
+                token_rows.append({**{k: keys[k] for k in key_cols + ["reward_index"]}, "token_index": index,
+                                   "token": token.token, "bits": token.bits})
+            if record["judge"] == fingerprint:
+                checked += 1
+                if not math.isclose(resolved.total, reward["total_bits"], abs_tol=RESCORE_TOLERANCE_BITS):
+                    mismatches.append(f"{keys}: play {reward['total_bits']:.6f} vs rescored {resolved.total:.6f} bits")
+    if mismatches:
+        raise RuntimeError(f"{len(mismatches)} reward(s) rescored by {params.judge} differ from play time by more "
+                           f"than {RESCORE_TOLERANCE_BITS} bits (nondeterministic judge?), e.g.\n" + "\n".join(mismatches[:5]))
+    write_table(out_dir / "rescore.parquet", _frame(rescored_rows, RescoreSchema), RescoreSchema,
+                sort_by=key_cols + ["reward_index", "player_role", "judge"])
+    reward_rows = [{**keys, "total_bits": row["total_bits"]} for (keys, _, _), row in
+                   zip(rewards, [r for r in rescored_rows if r["judge"] == params.judge])]
+    write_table(out_dir / "rewards.parquet", _frame(reward_rows, RewardsSchema), RewardsSchema,
+                sort_by=key_cols + ["reward_index", "player_role"])
+    write_table(out_dir / "token_xents.parquet", _frame(token_rows, TokenXentsSchema), TokenXentsSchema,
+                sort_by=key_cols + ["reward_index", "token_index"])
+
+    calls = [read_table(job.path(plays).with_suffix(".calls.parquet"), CallsSchema) for job in schedule.jobs]
+    all_calls = pl.concat(calls) if calls else pl.DataFrame()
+    if calls:
+        write_table(out_dir / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
+    summary = {"rewards": len(rewards), "pairs": len(pairs), "judges": judges, "checked_against_play": checked,
+               "tolerance_bits": RESCORE_TOLERANCE_BITS}
+    write_json_atomic(out_dir / "rescore_check.json", summary)
+    return summary
+
+
+def _frame(rows: list[dict[str, Any]], schema: type) -> pl.DataFrame:
+    columns = list(schema.to_schema().columns)
+    if not rows:
+        return pl.DataFrame({c: [] for c in columns})
+    return pl.DataFrame(rows).select(columns)

@@ -1,0 +1,57 @@
+"""What the Snakemake rules need at parse time: map files, play jobs and the stages' settings."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.io import content_id
+from pipeline.core.params import ParamsError
+from pipeline.xent.report import report_outputs
+from pipeline.xent.xgl import ParseError
+
+__all__ = ["RESCORE_OUTPUTS", "XentPlan", "report_outputs", "xent_plan"]
+
+RESCORE_OUTPUTS = ("moves.parquet", "rewards.parquet", "token_xents.parquet", "rescore.parquet",
+                   "round_status.parquet", "calls.parquet", "rescore_check.json")
+
+
+@dataclass
+class XentPlan:
+    maps: dict[str, list[str]] = field(default_factory=dict)  # game -> map files
+    jobs: list[str] = field(default_factory=list)  # play record files
+    job_maps: dict[str, list[str]] = field(default_factory=dict)  # job id -> its map files
+    judges: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def _code(*names: str) -> str:
+    folder = Path(__file__).parent
+    return content_id([(n, (folder / n).read_text(encoding="utf-8")) for n in names])
+
+
+def xent_plan(params_path: str, models_path: str, root: str = "results/xent") -> XentPlan:
+    """The scheduled work; an empty plan (with a warning) when the params cannot be read, so other
+    rooms' targets still parse (xent's own jobs then fail with the full message)."""
+    from pipeline.core.roster import load_models
+    from pipeline.xent.config import load_xent
+    from pipeline.xent.schedule import build_schedule
+
+    try:
+        params = load_xent(params_path)
+        schedule = build_schedule(params, load_models(models_path), source=params_path)
+    except (ParamsError, ParseError) as exc:
+        print(f"xent: nothing scheduled ({str(exc).splitlines()[0]}); its jobs fail until this is fixed", file=sys.stderr)
+        return XentPlan()
+    plan = XentPlan()
+    for game, specs in schedule.maps.items():
+        plan.maps[game] = [str(s.path(f"{root}/maps")) for s in specs]
+    for job in schedule.jobs:
+        plan.jobs.append(str(job.path(f"{root}/play")))
+        plan.job_maps[job.job_id] = [str(m.path(f"{root}/maps")) for m in job.maps]
+    plan.judges = [params.judge, *params.rescore_judges]
+    plan.report = {"rating": params.rating.model_dump(mode="json"), "seed": params.seed,
+                   "code": _code("report.py", "plots.py", "schemas.py")}
+    return plan

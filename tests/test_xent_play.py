@@ -1,0 +1,184 @@
+"""Xent play: reading moves, prompts with history, re-prompts, scripted improvement, the game
+library, built maps and the `xent play` CLI. Model-free WordJudge throughout (fast)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.core.llm import Gateway
+from pipeline.core.players import make_players
+from pipeline.xent.games import library_names, load_game
+from pipeline.xent.maps import build_map_text
+from pipeline.xent.play import PlaySettings, play_job_maps, play_map, seat_players
+from pipeline.xent.prompts import parse_move
+from pipeline.xent.testing import WordJudge
+from pipeline.xent.xgl import parse_program
+from tests.conftest import models_params
+
+ROSTER = [
+    {"name": "scripted", "model": "fake/scripted"},
+    {"name": "heuristic-bot", "bot": "heuristic"},
+    {"name": "random-bot", "bot": "random"},
+]
+CONDENSE_MAP = '''# @game: condense
+# Condense: a prefix that makes the story predictable.
+assign(s="the dog chased a red ball across the garden")
+elicit(x, 10)
+assign(x1=remove_common_words(x, s))
+reveal(x1)
+reward(xed(s | x1))
+'''
+
+
+def players(tmp_path: Path, *names: str):
+    models = models_params(ROSTER)
+    gateway = Gateway(models, job="xent-test", cache_dir=tmp_path / "cache")
+    return make_players(models, gateway, 7, names=list(names), game="xent"), gateway
+
+
+@pytest.mark.parametrize(
+    ("reply", "move"),
+    [
+        ("<move>a b</move>", "a b"),
+        ("<move>first</move> then <move>second</move>", "second"),
+        ("<think>maybe <move>no</move></think><move>yes</move>", "yes"),
+        ("<think>unfinished thought <move>x</move>", None),
+        ("text <MOVE> open to the end", "open to the end"),
+        ("no tag at all", None),
+        ("<move></move>", ""),
+    ],
+)
+def test_move_is_the_last_tag_after_dropping_think(reply: str, move: str | None) -> None:
+    assert parse_move(reply) == move
+
+
+def test_scripted_player_improves_over_rounds_on_condense(tmp_path: Path, fake_provider) -> None:
+    fake_provider.script = ["<move>zebra</move>", "<move>balls</move>", "<move>dogs chasing balls gardens</move>"]
+    found, _ = players(tmp_path, "scripted")
+    game = load_game("condense")
+    program = parse_program(CONDENSE_MAP)
+    record = asyncio.run(play_map(game, program, "m1", {"black": found["scripted"]}, WordJudge(), 3, PlaySettings()))
+    totals = [r["total_bits"] for r in record["rounds"]]
+    assert totals == pytest.approx([0.0, 1.5, 4.5])  # strictly better every round
+    # what the model saw before round 3: the game code, what it can see, its history with tokens
+    prompt = fake_provider.calls[2]["messages"][-1]["content"]
+    assert "reward(xed(s | x1))" in prompt and "## Code" in prompt
+    assert "Round 2: total" in prompt and "your move x = 'balls'" in prompt and "per token:" in prompt
+    assert "the dog chased a red ball" in prompt  # black is omniscient: it sees the story
+    assert [m["move"] for r in record["rounds"] for m in r["moves"]] == ["zebra", "balls", "dogs chasing balls gardens"]
+
+
+def test_missing_move_tag_reprompts_once_then_plays_an_empty_move(tmp_path: Path, fake_provider) -> None:
+    fake_provider.script = ["I think dogs", "still no tag", "nothing", "<move>dogs</move>"]
+    found, _ = players(tmp_path, "scripted")
+    record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
+                                  {"black": found["scripted"]}, WordJudge(), 2, PlaySettings()))
+    first, second = (r["moves"][0] for r in record["rounds"])
+    assert (first["move"], first["attempts"], first["reply"]) == ("", 2, "still no tag")
+    assert (second["move"], second["attempts"]) == ("dogs", 2)
+    assert "no <move>...</move> tag" in fake_provider.calls[1]["messages"][-1]["content"]
+    assert len(fake_provider.calls) == 4
+
+
+def test_model_player_moves_are_cut_to_the_elicit_max_tokens(tmp_path: Path, fake_provider) -> None:
+    fake_provider.default = "<move>" + " ".join(f"w{i}" for i in range(30)) + "</move>"
+    found, _ = players(tmp_path, "scripted")
+    record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
+                                  {"black": found["scripted"]}, WordJudge(), 1, PlaySettings()))
+    assert record["rounds"][0]["moves"][0]["move"].split() == [f"w{i}" for i in range(10)]
+
+
+@pytest.mark.parametrize("name", library_names())
+def test_every_library_game_builds_a_map_and_runs_rounds_with_bots(name: str, tmp_path: Path) -> None:
+    game = load_game(name)
+    assert game.description and len(game.description) > 40
+    judge = WordJudge()
+    text = build_map_text(game, 3, judge)
+    built = parse_program(text)
+    assert not built.has_story_calls and built.meta["game"] == name
+    found, _ = players(tmp_path, "heuristic-bot", "random-bot")
+    for me in ("heuristic-bot", "random-bot"):
+        maps = asyncio.run(play_job_maps(game, [("m1", built), ("m2", built)], found[me], found["random-bot"],
+                                         judge, 2, PlaySettings()))
+        for record in maps:
+            assert len(record["rounds"]) == 2
+            for rnd in record["rounds"]:
+                if rnd["error"] is not None:  # random filler words can keep breaking a rule: a legal outcome
+                    assert me == "random-bot" and "ensure failed 10 times" in rnd["error"]
+                    assert rnd["total_bits"] is None
+                    continue
+                assert rnd["moves"] and all(m["role"] in game.seats for m in rnd["moves"])
+                assert rnd["total_bits"] == pytest.approx(
+                    sum(r["total_bits"] for r in rnd["rewards"] if r["role"] in game.self_roles))
+
+
+def test_library_has_the_required_kinds_of_games() -> None:
+    names = library_names()
+    assert len(names) >= 8 and {"condense", "contrast"} <= set(names)
+    zero_sum = [n for n in names if {"black", "white"} <= set(load_game(n).seats)]
+    hidden = [n for n in names if any(r not in ("black", "white", "env") for r in load_game(n).seats)]
+    assert zero_sum and hidden
+
+
+def test_imperfect_information_bob_never_sees_the_story(tmp_path: Path) -> None:
+    game = load_game("telephone")
+    built = parse_program(build_map_text(game, 0, WordJudge()))
+    seen: dict[str, list] = {"alice": [], "bob": []}
+
+    class Spy:
+        def __init__(self, role: str) -> None:
+            self.role = role
+
+        async def ask(self, request):
+            from pipeline.xent.runtime import MoveOutcome
+
+            seen[self.role].append(dict(request.visible))
+            return MoveOutcome("plants gardens")
+
+    from pipeline.xent.runtime import run_round
+
+    asyncio.run(run_round(built, {"alice": Spy("alice"), "bob": Spy("bob")}, WordJudge()))
+    assert "s" in seen["alice"][0]
+    assert set(seen["bob"][0]) == {"x1"}
+
+
+def test_cli_plays_a_built_map_and_prints_rounds(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "map.xgl"
+    path.write_text(CONDENSE_MAP)
+    code = main(["xent", "play", str(path), "--player", "bot:heuristic", "--rounds", "2", "--judge", "word", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [r["round"] for r in out["rounds"]] == [1, 2]
+    assert out["map_score"] == max(r["total_bits"] for r in out["rounds"])
+    assert out["rounds"][0]["rewards"][0]["expression"] == "xed(s | x1)"
+
+
+def test_cli_runs_an_unbuilt_game_with_stories_from_the_judge(capsys) -> None:
+    code = main(["xent", "play", "pipeline/xent/games/interception.xgl", "--player", "bot:random", "--rounds", "1",
+                 "--judge", "word"])
+    assert code == 0
+    assert "round 1:" in capsys.readouterr().out
+
+
+def test_cli_exit_codes_for_a_parse_error_and_an_unfinished_game(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.xgl"
+    bad.write_text('assign(s="x")\nassign(x=s.__class__)\n')
+    assert main(["xent", "play", str(bad), "--player", "bot:random", "--judge", "word"]) == 2
+    assert "line 2, column" in capsys.readouterr().err
+    stuck = tmp_path / "stuck.xgl"
+    stuck.write_text("elicit(x, 5)\nensure(num_words(x) > 100)\nreward(xent(x))\n")
+    assert main(["xent", "play", str(stuck), "--player", "bot:random", "--rounds", "1", "--judge", "word"]) == 1
+    assert "ensure failed 10 times" in capsys.readouterr().err
+
+
+def test_opponent_plays_the_marked_role_and_only_self_rewards_count(tmp_path: Path) -> None:
+    game = load_game("interception")
+    assert game.self_roles == ("black",) and game.opponent_roles == ("white",)
+    found, _ = players(tmp_path, "heuristic-bot", "random-bot")
+    seats = seat_players(game, found["heuristic-bot"], found["random-bot"])
+    assert seats["white"].name == "random-bot" and seats["black"].name == "heuristic-bot"
