@@ -1,0 +1,69 @@
+"""`params/leaderboard.yaml`: the leaderboard version, which benchmarks it combines, site settings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from pipeline.core.params import StrictParams, load_params
+
+BENCHMARKS: tuple[str, ...] = ("skate", "xent", "elimination", "whoisspy")
+VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
+
+
+class SiteParams(StrictParams):
+    games_per_page: int = Field(
+        100, ge=1, le=5000, description="games listed per page of a benchmark's game list"
+    )
+    max_games: int = Field(
+        0, ge=0, description="replay pages per benchmark (0: every game); the list links only these"
+    )
+
+
+class CompareParams(StrictParams):
+    top_questions: int = Field(10, ge=1, description="SKATE questions shown where p(correct) differs most")
+    top_maps: int = Field(10, ge=1, description="xent maps shown with the largest score gaps")
+
+
+class LeaderboardParams(StrictParams):
+    version: str = Field(
+        description='the leaderboard version "MAJOR.MINOR" as a quoted string, e.g. "1.0"'
+    )
+    benchmarks: list[str] = Field(
+        default_factory=lambda: list(BENCHMARKS),
+        description=f"benchmarks combined, a subset of {list(BENCHMARKS)}; a missing one is skipped",
+    )
+    headline: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="per benchmark, metric keys of its metrics.json copied as <benchmark>_<key>",
+    )
+    interval_z: float = Field(
+        1.96, gt=0,
+        description="width in sigmas of a rating interval when a benchmark gives no bootstrap interval",
+    )
+    site: SiteParams = Field(default_factory=SiteParams, description="the static site")
+    compare: CompareParams = Field(default_factory=CompareParams, description="`python -m pipeline compare`")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> str:
+        text = str(value) if isinstance(value, (str, int, float)) else ""
+        if not VERSION_PATTERN.match(text):
+            raise ValueError(f'version must look like "MAJOR.MINOR" (quoted), e.g. "1.0"; got {value!r}')
+        return text
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in BENCHMARKS]
+        if unknown:
+            raise ValueError(f"unknown benchmark(s) {unknown}; known: {list(BENCHMARKS)}")
+        if len(set(value)) != len(value):
+            raise ValueError("a benchmark is listed twice")
+        return value
+
+
+def load_leaderboard_params(path: str | Path = "params/leaderboard.yaml") -> LeaderboardParams:
+    return load_params(LeaderboardParams, path)

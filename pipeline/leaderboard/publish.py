@@ -1,0 +1,79 @@
+"""`python -m pipeline publish`: results/<benchmark>/ -> results/leaderboard/ (JSON, Markdown,
+version stamp, static site with replays)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.core.io import write_json_atomic, write_text_atomic
+from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
+from pipeline.leaderboard.config import LeaderboardParams
+from pipeline.leaderboard.markdown import render_markdown
+from pipeline.leaderboard.replays import elimination, skate, whoisspy, xent
+from pipeline.leaderboard.site import BenchmarkSite, build_site
+from pipeline.leaderboard.sources import load_rooms
+from pipeline.leaderboard.stamp import Stamp, git_commit
+
+REPLAYS = {"elimination": elimination.replays, "whoisspy": whoisspy.replays, "skate": skate.replays,
+           "xent": xent.replays}
+
+
+@dataclass
+class Published:
+    models: int
+    benchmarks: list[str]
+    pages: int
+    seconds: float
+    stamp: Stamp
+
+
+def dumps(obj: object) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
+    """One row per model, best first: the data of `dvc plots diff` (a flat table DVC can draw)."""
+    columns = ["combined_rank", "model", "combined_score", "combined_score_lo", "combined_score_hi"]
+    rows = sorted((m for m in flat if "combined_score" in flat[m]),
+                  key=lambda m: (flat[m].get("combined_rank", 0), m))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for model in rows:
+        values = {**flat[model], "model": model}
+        writer.writerow(["" if values.get(c) is None else values[c] for c in columns])
+    return buffer.getvalue()
+
+
+def publish(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Published:
+    started = time.perf_counter()
+    rooms = load_rooms(results, params.benchmarks)
+    boards = [benchmark_board(name, room.metrics or {}, params.headline.get(name, []), params.interval_z)
+              for name, room in rooms.items()]
+    combined = combine(boards)
+    benches = []
+    if site:
+        for board in boards:
+            room = rooms[board.name]
+            benches.append(BenchmarkSite(board, REPLAYS[board.name](room, params.site.max_games), room.plot_files()))
+    inputs = {path: digest for room in rooms.values() for path, digest in room.hashes.items()}
+    stamp = Stamp(params.version, git_commit(workspace), inputs)
+    flat = flat_leaderboard(boards, combined)
+    version = {**stamp.as_dict(), "benchmarks": [b.name for b in boards],
+               "interval_sources": {b.name: b.interval_source for b in boards}, "models": sorted(flat)}
+    markdown = render_markdown(boards, combined, stamp)
+    pages = 0
+    if site:
+        pages = build_site(out / "site", benches, combined, stamp,
+                           {"leaderboard.json": dumps(flat), "leaderboard.md": markdown, "version.json": dumps(version)},
+                           params.site.games_per_page)
+    write_json_atomic(out / "version.json", version)
+    write_text_atomic(out / "leaderboard.md", markdown)
+    write_json_atomic(out / "leaderboard.json", flat)
+    write_text_atomic(out / "combined.csv", combined_csv(flat))
+    return Published(len(flat), [b.name for b in boards], pages, time.perf_counter() - started, stamp)

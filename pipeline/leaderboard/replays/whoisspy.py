@@ -1,0 +1,71 @@
+"""Who is Spy replays: the words, then each round's descriptions (with fouls) and votes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key, seat_order
+from pipeline.leaderboard.replays.elimination import by_game
+from pipeline.leaderboard.sources import RoomInputs
+
+GAMES = ["game_id", "variant", "civilian_word", "spy_word", "spy_seat", "spy_model", "winner",
+         "end_reason", "rounds_played"]
+SEATS = ["game_id", "seat", "model", "role", "word", "score", "eliminated_round", "eliminated_by"]
+SPEECHES = ["game_id", "round", "seat", "model", "role", "text", "shown", "truncated", "fouled", "foul_kinds"]
+VOTES = ["game_id", "round", "voter", "model", "target", "abstained", "correct"]
+
+
+def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
+    games = room.table("games.parquet", GAMES)
+    seats_table = room.table("seats.parquet", SEATS)
+    if games is None or seats_table is None:
+        return None
+    seats_by_game = by_game(seats_table)
+    speeches_by_game = by_game(room.table("speeches.parquet", SPEECHES))
+    votes_by_game = by_game(room.table("votes.parquet", VOTES))
+    rows = sorted(games.iter_rows(named=True), key=lambda g: g["game_id"])
+    shown = rows[:limit] if limit else rows
+    pages = []
+    for game in shown:
+        game_id = game["game_id"]
+        seats = sorted(seats_by_game.get(game_id, []), key=lambda s: seat_order(s["seat"]))
+        speeches: dict[int, list] = defaultdict(list)
+        for s in speeches_by_game.get(game_id, []):
+            speeches[s["round"]].append(s)
+        votes: dict[int, list] = defaultdict(list)
+        for v in votes_by_game.get(game_id, []):
+            votes[v["round"]].append(v)
+        numbers = sorted(set(speeches) | set(votes) | {s["eliminated_round"] for s in seats if s["eliminated_round"]})
+        rounds: list[dict[str, Any]] = []
+        for n in numbers:
+            rounds.append({
+                "title": f"Round {n}",
+                "speeches": [{"seat": s["seat"], "model": s["model"], "role": s["role"],
+                              # the text the other players saw (cut to the character limit)
+                              "text": s["shown"] if s["shown"] is not None else s["text"],
+                              "fouled": s["fouled"], "foul_kinds": s["foul_kinds"], "truncated": s["truncated"]}
+                             for s in sorted(speeches[n], key=lambda s: seat_order(s["seat"]))],
+                "votes": [{"voter": v["voter"], "model": v["model"],
+                           "target": "abstained" if v["abstained"] or v["target"] is None else v["target"],
+                           "correct": v["correct"]} for v in sorted(votes[n], key=lambda v: seat_order(v["voter"]))],
+                "eliminated": [{"seat": s["seat"], "model": s["model"], "role": s["role"], "by": s["eliminated_by"]}
+                               for s in seats if s["eliminated_round"] == n],
+            })
+        pages.append(GamePage(
+            key=safe_key(game_id),
+            cells=[game_id, game["variant"], f"{game['civilian_word']} / {game['spy_word']}", game["spy_model"],
+                   game["winner"], str(game["rounds_played"])],
+            title=f"Who is Spy game {game_id}",
+            context={
+                "game": game,
+                "seats": [{"seat": s["seat"], "model": s["model"], "role": s["role"], "word": s["word"],
+                           "score": num(s["score"]),
+                           "out": f"round {s['eliminated_round']} ({s['eliminated_by']})" if s["eliminated_round"] else "–"}
+                          for s in seats],
+                "rounds": rounds,
+            },
+        ))
+    note = f"Replays of the first {len(shown)} of {len(rows)} games." if len(shown) < len(rows) else ""
+    return ReplaySet("whoisspy_game.html", ["game", "variant", "words (civilian / spy)", "spy", "winner", "rounds"],
+                     "Games", pages, note)

@@ -1,0 +1,74 @@
+"""xent replays: one page per (game, map, player); each round's moves and rewards, every reward
+shown as a per-token heat map of cross-entropy in bits."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key
+from pipeline.leaderboard.sources import RoomInputs
+
+MOVES = ["game", "map_id", "model", "round", "elicit_index", "player_role", "register", "move", "reply", "attempts"]
+REWARDS = ["game", "map_id", "model", "round", "reward_index", "player_role", "total_bits"]
+TOKENS = ["game", "map_id", "model", "round", "reward_index", "token_index", "token", "bits"]
+SCORES = ["game", "map_id", "model", "map_score", "normalized_score", "rounds"]
+
+
+def grouped(frame, key_columns: list[str]) -> dict[tuple, list[dict[str, Any]]]:
+    out: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    if frame is not None:
+        for row in frame.iter_rows(named=True):
+            out[tuple(row[c] for c in key_columns)].append(row)
+    return out
+
+
+def page_key(game: str, map_id: str, model: str) -> str:
+    return safe_key(f"{game}--{map_id}--{model}")
+
+
+def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
+    moves_table = room.table("moves.parquet", MOVES)
+    if moves_table is None:
+        return None
+    key = ["game", "map_id", "model"]
+    moves = grouped(moves_table, key)
+    rewards = grouped(room.table("rewards.parquet", REWARDS), key)
+    tokens = grouped(room.table("token_xents.parquet", TOKENS), key)
+    scores = {k: rows[0] for k, rows in grouped(room.table("scores.parquet", SCORES), key).items()}
+    played = sorted(set(moves) | set(rewards))
+    shown = played[:limit] if limit else played
+    pages = []
+    for game, map_id, model in shown:
+        per_reward: dict[tuple[int, int], list] = defaultdict(list)
+        for t in tokens.get((game, map_id, model), []):
+            per_reward[(t["round"], t["reward_index"])].append(t)
+        max_bits = max((t["bits"] for rows in per_reward.values() for t in rows), default=0.0)
+        scale = max(max_bits, 1e-9)
+        by_round: dict[int, dict[str, list]] = defaultdict(lambda: {"moves": [], "rewards": []})
+        for mv in sorted(moves.get((game, map_id, model), []), key=lambda m: (m["round"], m["elicit_index"])):
+            by_round[mv["round"]]["moves"].append({
+                "role": mv["player_role"], "register": mv["register"], "move": mv["move"],
+                "reply": mv["reply"], "attempts": mv["attempts"]})
+        for rw in sorted(rewards.get((game, map_id, model), []), key=lambda r: (r["round"], r["reward_index"])):
+            toks = sorted(per_reward.get((rw["round"], rw["reward_index"]), []), key=lambda t: t["token_index"])
+            by_round[rw["round"]]["rewards"].append({
+                "role": rw["player_role"], "index": rw["reward_index"], "total": num(rw["total_bits"]),
+                "tokens": [{"text": t["token"], "bits": num(t["bits"]), "alpha": f"{min(max(t['bits'], 0.0) / scale, 1.0):.2f}"}
+                           for t in toks]})
+        score = scores.get((game, map_id, model), {})
+        program_path = room.path(f"maps/{game}/{map_id}.xgl")
+        program = program_path.read_text(encoding="utf-8") if program_path else ""
+        pages.append(GamePage(
+            key=page_key(game, map_id, model),
+            cells=[f"{game} / {map_id}", model, num(score.get("map_score")), num(score.get("normalized_score"), 3)],
+            title=f"xent {game} · map {map_id} · {model}",
+            context={
+                "info": {"game": game, "map_id": map_id, "model": model, "map_score": num(score.get("map_score"))
+                         if score else None, "normalized": num(score.get("normalized_score"), 3)},
+                "program": program, "max_bits": num(max_bits),
+                "rounds": [{"title": f"Round {n}", **by_round[n]} for n in sorted(by_round)],
+            },
+        ))
+    note = f"Replays of the first {len(shown)} of {len(played)} plays." if len(shown) < len(played) else ""
+    return ReplaySet("xent_game.html", ["game / map", "player", "map score (bits)", "normalized"], "Plays", pages, note)

@@ -1,0 +1,61 @@
+# Leaderboard: combine the benchmarks into results/leaderboard/ (leaderboard.json, leaderboard.md,
+# version.json, site/). Included last by the Snakefile, so ALL_TARGETS already lists every other
+# room's outputs: the benchmarks' files among them are this rule's inputs (a room that is absent
+# simply adds none), and a change to any of them re-publishes.
+from pathlib import Path as _LeaderboardPath
+
+import pipeline.leaderboard as _leaderboard_package
+from pipeline.core.io import content_id as _leaderboard_content_id
+from pipeline.leaderboard.sources import ROOM_FILES as _LEADERBOARD_ROOM_FILES
+
+LEADERBOARD_DIR = "results/leaderboard"
+LEADERBOARD_ROOMS = ("skate", "xent", "elimination", "whoisspy")
+
+
+def _leaderboard_inputs():
+    found = set()
+    for target in ALL_TARGETS:
+        for item in target if isinstance(target, (list, tuple)) else [target]:
+            path = str(item)
+            if any(path.startswith(f"results/{room}/") for room in LEADERBOARD_ROOMS):
+                found.add(path)
+    # the tables read for replays may be intermediate outputs (not final targets): add those a rule makes
+    wanted = {f"results/{room}/{name}" for room, names in _LEADERBOARD_ROOM_FILES.items() for name in names}
+    for other in workflow.rules:
+        found.update(str(path) for path in other.output if str(path) in wanted)
+    return sorted(found)
+
+
+def _leaderboard_code():
+    # the rule's shell line does not change when the Python behind it does: hash the code instead
+    folder = _LeaderboardPath(_leaderboard_package.__file__).parent
+    return _leaderboard_content_id(
+        [(str(p.relative_to(folder)), p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))]
+    )
+
+
+rule publish:
+    input:
+        rooms=_leaderboard_inputs(),
+        params="params/leaderboard.yaml",
+    output:
+        leaderboard=f"{LEADERBOARD_DIR}/leaderboard.json",
+        markdown=f"{LEADERBOARD_DIR}/leaderboard.md",
+        version=f"{LEADERBOARD_DIR}/version.json",
+        combined=f"{LEADERBOARD_DIR}/combined.csv",
+        site=directory(f"{LEADERBOARD_DIR}/site"),
+    params:
+        code=_leaderboard_code(),
+    log:
+        f"{LEADERBOARD_DIR}/logs/publish.log",
+    shell:
+        "{PYTHON} -m pipeline publish --params {input.params} --results results --out {LEADERBOARD_DIR} "
+        "> {log} 2>&1"
+
+
+rule leaderboard_all:
+    input:
+        rules.publish.output,
+
+
+ALL_TARGETS.extend(rules.leaderboard_all.input)

@@ -1,0 +1,48 @@
+"""The `publish` rule through Snakemake: it takes the rooms' outputs as inputs, writes every
+leaderboard file, and is up to date on a second run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_leaderboard_helpers import build_results
+
+pytestmark = pytest.mark.slow
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--rerun-triggers", "code", "input", "params", "software-env"]
+
+
+def snakemake(project: Path, *args: str) -> str:
+    done = subprocess.run([*SNAKEMAKE, *args], cwd=project, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+def test_publish_rule_lists_the_rooms_outputs_as_inputs(project: Path) -> None:
+    out = snakemake(project, "-n", "--cores", "1", "leaderboard_all")
+    publish = out.split("rule publish:")[1].split("rule ")[0]
+    inputs = publish.split("input:")[1].split("\n")[0]
+    for room in ("elimination", "whoisspy", "skate"):
+        assert f"results/{room}/metrics.json" in inputs, room
+    assert "results/skate/pcorrect.parquet" in inputs and "results/elimination/tables/messages.parquet" in inputs
+    assert "params/leaderboard.yaml" in inputs
+
+
+def test_publish_rule_writes_the_leaderboard_then_is_up_to_date(project: Path) -> None:
+    # only the roster and the leaderboard rules: the rooms' results come from the fixture
+    for room in ("skate", "xent", "elimination", "whoisspy"):
+        (project / "pipeline" / room / "rules.smk").unlink(missing_ok=True)
+    build_results(project / "results")
+    snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules", "publish", "leaderboard_all")
+    folder = project / "results" / "leaderboard"
+    board = json.loads((folder / "leaderboard.json").read_text())
+    assert board["alpha"]["combined_rank"] == 1
+    assert json.loads((folder / "version.json").read_text())["leaderboard_version"] == "1.0"
+    assert (folder / "site" / "elimination" / "games" / "e1.html").exists()
+    assert "site/index.html" in (folder / "logs" / "publish.log").read_text()
+    assert "Nothing to be done" in snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules",
+                                             "publish", "leaderboard_all")
