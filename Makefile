@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml
 	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 		else echo "note: bubblewrap not installed; the sandbox falls back to unshare or refuses"; fi; }
+	@# the static leaderboard site is tested in headless Chromium (Debian's package, no downloads)
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "note: chromium not installed; the site's browser tests will be skipped"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
@@ -35,7 +39,11 @@ demo: setup
 	@echo "  results/skate/                 questions, p(correct), ratings, metrics.json, plots/"
 	@echo "  results/elimination/           game logs (original format), leaderboard.csv, metrics.json, plots/"
 	@echo "  results/whoisspy/              games/<id>.json, leaderboard, variants, metrics.json, plots/"
+	@echo "  results/xent/                  maps/, moves, rewards, per-token xents, scores, metrics.json, plots/"
+	@echo "  results/leaderboard/           leaderboard.json (dvc metrics), leaderboard.md, version.json, site/"
 	@echo "  dvc metrics show               every benchmark's metrics in one table"
+	@echo
+	@echo "Leaderboard site (opens offline): $(CURDIR)/results/leaderboard/site/index.html"
 
 test: setup
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
