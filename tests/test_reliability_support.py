@@ -58,9 +58,7 @@ ELIMINATION = {
 }
 # columns that measure the wall clock (or a machine's speed), never a game's result
 TIME_COLUMN = re.compile(r"latency|timestamp|elapsed|seconds|_time$|^time$|duration")
-# the start time in an elimination log's name (the original benchmark's format)
 PER_JOB = {"games", "answers", "generate"}  # folders of per-job outputs (stacked by the rating jobs)
-NAME_STAMP = re.compile(r"_\d{8}_\d{6}")
 
 
 def make_project(
@@ -195,8 +193,7 @@ def result_tables(results: Path, skip: Iterable[str] = ("calls",)) -> dict[str, 
             continue
         frame = pl.read_parquet(path)
         frame = frame.drop([c for c in frame.columns if TIME_COLUMN.search(c)])
-        tables[rel] = frame.with_columns(
-            pl.col(c).str.replace_all(NAME_STAMP.pattern, "_<stamp>") for c in frame.columns if frame[c].dtype == pl.Utf8)
+        tables[rel] = frame
     return tables
 
 

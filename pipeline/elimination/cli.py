@@ -80,7 +80,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     play = sub.add_parser("play", help="play one scheduled game; write its log and calls table")
     play.add_argument("--game-id", required=True)
-    play.add_argument("--out", required=True, help="directory for game_<id>_<stamp>.jsonl and calls.parquet")
+    play.add_argument("--out", required=True, help="directory for game_<id>.jsonl and calls.parquet")
     play.add_argument("--params", default="params/elimination.yaml")
     play.add_argument("--models", default="params/models.yaml")
     play.set_defaults(func=_cmd_play)

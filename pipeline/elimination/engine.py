@@ -26,7 +26,6 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -412,16 +411,15 @@ class GameOutput:
 
 def run_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
              progress: Callable[[str], None] | None = None) -> GameOutput:
-    """Play one game; write `game_<id>_<stamp>.jsonl` and `calls.parquet` under `out_dir`."""
+    """Play one game; write `game_<id>.jsonl` and `calls.parquet` under `out_dir`."""
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
-    started = datetime.now()
     game = EliminationGame(spec, players, progress)
     log_records = asyncio.run(game.play())
-    for stale in out.glob(f"game_{spec.game_id}_*.jsonl"):
-        stale.unlink()  # an earlier run of the same game: only one log per game id
-    log_path = records.write_log(out / records.log_file_name(spec.game_id, started), log_records)
+    for stale in [*out.glob(f"game_{spec.game_id}_*.jsonl"), out / records.log_file_name(spec.game_id)]:
+        stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
+    log_path = records.write_log(out / records.log_file_name(spec.game_id), log_records)
     calls_path = out / "calls.parquet"
     gateway.write_calls(calls_path)
     return GameOutput(log_path, calls_path, log_records)

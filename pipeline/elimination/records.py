@@ -126,8 +126,11 @@ def final_results(game_id: str, ranks: Mapping[str, int], extra: Mapping[str, An
                         "partial_points": points, "partial_points_full": dict(points)}, extra)
 
 
-def log_file_name(game_id: str, started: datetime) -> str:
-    return f"game_{game_id}_{started.strftime('%Y%m%d_%H%M%S')}.jsonl"
+def log_file_name(game_id: str) -> str:
+    """`game_<id>.jsonl`. The original benchmark adds the start time to the name; a played game
+    leaves it out so that the tables naming the file are byte-identical across reruns (the start
+    time stays inside the records). The reader takes either name."""
+    return f"game_{game_id}.jsonl"
 
 
 def write_log(path: str | Path, records: Iterable[Record]) -> Path:
