@@ -100,6 +100,22 @@ class RatingsSchema(StrictTable):
     passes: int = pa.Field(ge=1)
 
 
+class RatingSummarySchema(StrictTable):
+    """`rating.rating_summary`: multi-pass TrueSkill with bootstrap intervals for mu and the rank
+    (mu_lo/mu_hi null and rank_lo == rank_hi == rank without resamples). Rooms extend it."""
+
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    mu_sd: float = pa.Field(ge=0)
+    mu_lo: float = pa.Field(nullable=True)
+    mu_hi: float = pa.Field(nullable=True)
+    rank: int = pa.Field(ge=1)
+    rank_lo: int = pa.Field(ge=1)
+    rank_hi: int = pa.Field(ge=1)
+    events: int = pa.Field(ge=0)
+
+
 def _check(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | os.PathLike[str]) -> pl.DataFrame:
     # a missing column is named here: pandera's coercion would stop on it with a bare polars error
     missing = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import StrictTable
+from pipeline.core.schemas import RatingSummarySchema, StrictTable
 from pipeline.skate.verify import FAILURE_KINDS
 
 
@@ -71,22 +71,11 @@ class PCorrectSchema(StrictTable):
     answer_only: bool
 
 
-class SkateRatingsSchema(StrictTable):
+class SkateRatingsSchema(RatingSummarySchema):
     """Multi-pass pairwise TrueSkill per ranking mode, with bootstrap intervals for mu and the rank
-    (rank by mu within the mode, 1 = best; mu_lo/mu_hi null and rank_lo == rank_hi == rank without
-    resamples)."""
+    (rank by mu within the mode, 1 = best)."""
 
     mode: str = pa.Field(isin=["relative", "absolute"])
-    player: str
-    mu: float
-    sigma: float = pa.Field(ge=0)
-    mu_sd: float = pa.Field(ge=0)
-    mu_lo: float = pa.Field(nullable=True)
-    mu_hi: float = pa.Field(nullable=True)
-    rank: int = pa.Field(ge=1)
-    rank_lo: int = pa.Field(ge=1)
-    rank_hi: int = pa.Field(ge=1)
-    events: int = pa.Field(ge=0)
     passes: int = pa.Field(ge=1)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import StrictTable
+from pipeline.core.schemas import RatingSummarySchema, StrictTable
 
 
 class MovesSchema(StrictTable):
@@ -95,19 +95,10 @@ class MapsSchema(StrictTable):
     flagged: bool
 
 
-class XentRatingsSchema(StrictTable):
+class XentRatingsSchema(RatingSummarySchema):
     """Multi-pass TrueSkill over per-map rankings, with bootstrap intervals (rating_summary)."""
 
     player: str = pa.Field(unique=True)
-    mu: float
-    sigma: float = pa.Field(ge=0)
-    mu_sd: float = pa.Field(ge=0)
-    mu_lo: float = pa.Field(nullable=True)
-    mu_hi: float = pa.Field(nullable=True)
-    rank: int = pa.Field(ge=1)
-    rank_lo: int = pa.Field(ge=1)
-    rank_hi: int = pa.Field(ge=1)
-    events: int = pa.Field(ge=0)
 
 
 class RoundStatusSchema(StrictTable):
