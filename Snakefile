@@ -1,20 +1,27 @@
-# The whole pipeline. Each room's rules come in from pipeline/<room>/rules.smk; each room adds its
-# final outputs to ALL_TARGETS, which the default target `all` builds.
-#   snakemake --cores 2 --rerun-triggers code input params software-env
+# The whole pipeline: the roster check, every registered benchmark (pipeline/core/registry.py finds
+# each pipeline/<name>/benchmark.py and its rules.smk), then the leaderboard that combines them. Each
+# part adds its final outputs to ALL_TARGETS, which the default target `all` builds.
+#   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
 import sys
-from pathlib import Path
+
+from pipeline.core.registry import benchmarks as registered_benchmarks
 
 # rules call the package with the interpreter running Snakemake (the project's venv), whatever
 # `python` on PATH is
 PYTHON = sys.executable
 ALL_TARGETS = []
+BENCHMARKS = registered_benchmarks()
 
-# order: the roster check first, then the benchmarks, then what combines them
-ROOMS = ["roster", "skate", "xent", "elimination", "whoisspy", "leaderboard"]
-for room in ROOMS:
-    if Path(f"pipeline/{room}/rules.smk").exists():
 
-        include: f"pipeline/{room}/rules.smk"
+include: "pipeline/roster/rules.smk"
+
+
+for _benchmark in BENCHMARKS:
+
+    include: str(_benchmark.rules)
+
+
+include: "pipeline/leaderboard/rules.smk"
 
 
 rule all:

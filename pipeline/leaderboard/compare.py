@@ -15,7 +15,8 @@ from pipeline.core.io import write_text_atomic
 from pipeline.leaderboard.combine import BenchmarkBoard, Rating, benchmark_board, combine, rank_text
 from pipeline.leaderboard.config import LeaderboardParams, load_leaderboard_params
 from pipeline.leaderboard.report import Report
-from pipeline.leaderboard.sources import RoomInputs, load_rooms
+from pipeline.core.room import RoomInputs
+from pipeline.leaderboard.sources import load_rooms
 
 
 def rating_cell(r: Rating | None) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from pipeline.core.params import StrictParams, load_params
+from pipeline.core.registry import names as benchmark_names
 
-BENCHMARKS: tuple[str, ...] = ("skate", "xent", "elimination", "whoisspy")
 VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
 
 
@@ -32,8 +32,8 @@ class LeaderboardParams(StrictParams):
         description='the leaderboard version "MAJOR.MINOR" as a quoted string, e.g. "1.0"'
     )
     benchmarks: list[str] = Field(
-        default_factory=lambda: list(BENCHMARKS),
-        description=f"benchmarks combined, a subset of {list(BENCHMARKS)}; a missing one is skipped",
+        default_factory=benchmark_names,
+        description="benchmarks combined, among the registered ones (all by default); a missing one is skipped",
     )
     headline: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -57,9 +57,10 @@ class LeaderboardParams(StrictParams):
     @field_validator("benchmarks")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in BENCHMARKS]
+        known = benchmark_names()
+        unknown = [name for name in value if name not in known]
         if unknown:
-            raise ValueError(f"unknown benchmark(s) {unknown}; known: {list(BENCHMARKS)}")
+            raise ValueError(f"unknown benchmark(s) {unknown}; registered: {known}")
         if len(set(value)) != len(value):
             raise ValueError("a benchmark is listed twice")
         return value

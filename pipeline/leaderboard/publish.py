@@ -11,17 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.core.io import write_json_atomic, write_text_atomic
+from pipeline.core.registry import benchmark
 from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
 from pipeline.leaderboard.config import LeaderboardParams
 from pipeline.leaderboard.markdown import render_markdown
-from pipeline.leaderboard.replays import elimination, skate, whoisspy, xent
 from pipeline.leaderboard.site import BenchmarkSite, build_site
 from pipeline.leaderboard.sources import load_rooms
 from pipeline.leaderboard.stamp import Stamp, git_commit
-
-REPLAYS = {"elimination": elimination.replays, "whoisspy": whoisspy.replays, "skate": skate.replays,
-           "xent": xent.replays}
-
 
 @dataclass
 class Published:
@@ -60,7 +56,9 @@ def publish(params: LeaderboardParams, results: Path, out: Path, workspace: Path
     if site:
         for board in boards:
             room = rooms[board.name]
-            benches.append(BenchmarkSite(board, REPLAYS[board.name](room, params.site.max_games), room.plot_files()))
+            build = benchmark(board.name).replays
+            replays = build(room, params.site.max_games) if build is not None else None
+            benches.append(BenchmarkSite(board, replays, room.plot_files()))
     inputs = {path: digest for room in rooms.values() for path, digest in room.hashes.items()}
     stamp = Stamp(params.version, git_commit(workspace), inputs)
     flat = flat_leaderboard(boards, combined)

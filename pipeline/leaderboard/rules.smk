@@ -6,10 +6,9 @@ from pathlib import Path as _LeaderboardPath
 
 import pipeline.leaderboard as _leaderboard_package
 from pipeline.core.io import content_id as _leaderboard_content_id
-from pipeline.leaderboard.sources import ROOM_FILES as _LEADERBOARD_ROOM_FILES
 
 LEADERBOARD_DIR = "results/leaderboard"
-LEADERBOARD_ROOMS = ("skate", "xent", "elimination", "whoisspy")
+LEADERBOARD_ROOMS = tuple(b.name for b in BENCHMARKS)  # the Snakefile's registered benchmarks
 
 
 def _leaderboard_inputs():
@@ -20,7 +19,7 @@ def _leaderboard_inputs():
             if any(path.startswith(f"results/{room}/") for room in LEADERBOARD_ROOMS):
                 found.add(path)
     # the tables read for replays may be intermediate outputs (not final targets): add those a rule makes
-    wanted = {f"results/{room}/{name}" for room, names in _LEADERBOARD_ROOM_FILES.items() for name in names}
+    wanted = {f"{b.results}/{name}" for b in BENCHMARKS for name in ("metrics.json", *b.tables)}
     for other in workflow.rules:
         found.update(str(path) for path in other.output if str(path) in wanted)
     return sorted(found)
@@ -28,10 +27,15 @@ def _leaderboard_inputs():
 
 def _leaderboard_code():
     # the rule's shell line does not change when the Python behind it does: hash the code instead
+    # (the leaderboard package, plus each benchmark's replay pages, which live in its own folder)
+    import sys as _sys
+
     folder = _LeaderboardPath(_leaderboard_package.__file__).parent
-    return _leaderboard_content_id(
-        [(str(p.relative_to(folder)), p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))]
-    )
+    files = [(str(p.relative_to(folder)), p) for p in sorted(folder.rglob("*.py"))]
+    for bench in BENCHMARKS:
+        if bench.replays is not None:
+            files.append((f"{bench.name}:replay", _LeaderboardPath(_sys.modules[bench.replays.__module__].__file__)))
+    return _leaderboard_content_id([(name, path.read_text(encoding="utf-8")) for name, path in files])
 
 
 rule publish:

@@ -15,9 +15,9 @@ from typing import Any
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
 from pipeline.leaderboard.combine import BenchmarkBoard, CombinedEntry, overlapping, rank_text
 from pipeline.leaderboard.markdown import fmt
-from pipeline.leaderboard.replays import ReplaySet
+from pipeline.core.replay import ReplaySet
 from pipeline.leaderboard.stamp import Stamp
-from pipeline.leaderboard.templates import render
+from pipeline.leaderboard.templates import render, render_source
 
 
 @dataclass
@@ -95,7 +95,7 @@ def write_benchmark(root: Path, bench: BenchmarkSite, nav: list[str], stamp: Sta
     replay_base = {**base, "stepper": True, "root": "../../"}
     for page in entries:
         write(folder / "games" / f"{page.key}.html",
-              render(replays.template, **replay_base, title=page.title, **page.context))
+              render_source(replays.template, **replay_base, title=page.title, **page.context))
         written += 1
     return written
 

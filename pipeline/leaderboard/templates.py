@@ -101,115 +101,9 @@ GAME_LIST = """\
 {% endblock %}
 """
 
-ELIMINATION_GAME = """\
-{% extends "base.html" %}{% import "macros.html" as m %}
-{% block main %}
-<p><a href="../index.html">back to elimination</a></p>
-<table><tr><th>seat</th><th>model</th><th>final rank</th><th>points</th></tr>
-{% for s in seats %}<tr><td>{{ s.seat }}</td><td>{{ s.model }}</td><td class="num">{{ s.rank }}</td><td class="num">{{ s.points }}</td></tr>
-{% endfor %}</table>
-{{ m.stepper() }}
-{% for r in rounds %}
-<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
-<h2>{{ r.title }}</h2>
-{% if r.public %}<h3>Public talk</h3>
-{% for msg in r.public %}<p class="msg"><span class="seat">{{ msg.seat }}</span> <span class="muted">{{ msg.model }}</span>{% if msg.cut %}<span class="tag bad">cut</span>{% endif %}: <span class="text">{{ msg.text }}</span></p>
-{% endfor %}{% endif %}
-{% if r.private %}<h3>Private talk</h3>
-{% for pair in r.private %}<h4>{{ pair.title }}</h4>
-{% for msg in pair.messages %}<p class="msg"><span class="seat">{{ msg.seat }}</span> → {{ msg.target }}: <span class="text">{{ msg.text }}</span></p>
-{% else %}<p class="muted">(no messages)</p>{% endfor %}
-{% endfor %}{% endif %}
-{% for block in r.votes %}<h3>{{ block.title }}</h3>
-{% if block.messages %}{% for msg in block.messages %}<p class="msg"><span class="seat">{{ msg.seat }}</span> <span class="muted">{{ msg.model }}</span>: <span class="text">{{ msg.text }}</span></p>
-{% endfor %}{% endif %}
-<table><tr><th>voter</th><th>vote</th><th>reason</th></tr>
-{% for v in block.rows %}<tr><td>{{ v.voter }}</td><td>{% if v.valid %}{{ v.target }}{% else %}<span class="tag bad">invalid</span>{% endif %}</td><td class="text">{{ v.reason }}</td></tr>
-{% endfor %}</table>
-{% endfor %}
-{% for e in r.eliminated %}<p><strong>Eliminated: {{ e.seat }}</strong> ({{ e.model }}){% for flag in e.flags %}<span class="tag">{{ flag }}</span>{% endfor %}</p>
-{% endfor %}
-</section>
-{% endfor %}
-{% endblock %}
-"""
-
-WHOISSPY_GAME = """\
-{% extends "base.html" %}{% import "macros.html" as m %}
-{% block main %}
-<p><a href="../index.html">back to whoisspy</a></p>
-<p>Variant <strong>{{ game.variant }}</strong> · civilians' word <strong>{{ game.civilian_word }}</strong> ·
-spy's word <strong>{{ game.spy_word }}</strong> · spy {{ game.spy_seat }} ({{ game.spy_model }}) ·
-winner: <strong>{{ game.winner }}</strong> ({{ game.end_reason }})</p>
-<table><tr><th>seat</th><th>model</th><th>role</th><th>word</th><th>score</th><th>out</th></tr>
-{% for s in seats %}<tr><td>{{ s.seat }}</td><td>{{ s.model }}</td><td>{{ s.role }}</td><td>{{ s.word }}</td>
-<td class="num">{{ s.score }}</td><td>{{ s.out }}</td></tr>{% endfor %}</table>
-{{ m.stepper() }}
-{% for r in rounds %}
-<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
-<h2>{{ r.title }}</h2>
-<h3>Descriptions</h3>
-{% for s in r.speeches %}<p class="msg"><span class="seat">{{ s.seat }}</span> <span class="muted">{{ s.model }} · {{ s.role }}</span>
-{% if s.fouled %}<span class="tag bad">foul: {{ s.foul_kinds }}</span>{% endif %}{% if s.truncated %}<span class="tag">cut</span>{% endif %}:
-<span class="text">{{ s.text }}</span></p>
-{% else %}<p class="muted">(none)</p>{% endfor %}
-<h3>Votes</h3>
-<table><tr><th>voter</th><th>vote</th><th></th></tr>
-{% for v in r.votes %}<tr><td>{{ v.voter }} <span class="muted">{{ v.model }}</span></td><td>{{ v.target }}</td>
-<td>{% if v.correct %}<span class="tag good">found the spy</span>{% endif %}</td></tr>{% endfor %}</table>
-{% for e in r.eliminated %}<p><strong>Out: {{ e.seat }}</strong> ({{ e.model }}, {{ e.role }}) by {{ e.by }}</p>{% endfor %}
-</section>
-{% endfor %}
-{% endblock %}
-"""
-
-SKATE_GAME = """\
-{% extends "base.html" %}{% import "macros.html" as m %}
-{% block main %}
-<p><a href="../index.html">back to skate</a></p>
-<p>Round {{ q.round }} · set by <strong>{{ q.setter }}</strong></p>
-<h2>Question</h2><p class="text">{{ q.description }}</p>
-<h2>Code</h2><pre class="code">{{ q.program }}</pre>
-<h2>Options</h2>
-<table><tr><th>option</th><th></th></tr>
-{% for o in options %}<tr><td><pre class="code">{{ o.text }}</pre></td><td>{% if o.correct %}<span class="tag good">correct</span>{% endif %}</td></tr>{% endfor %}</table>
-<h2>p(correct) per model</h2>
-<table><tr><th>model</th><th>p(correct)</th><th></th><th>± se</th><th>mode</th><th>samples</th></tr>
-{% for a in answers %}<tr><td>{{ a.model }}</td><td class="num">{{ a.p }}</td><td><span class="bar" style="width: {{ a.width }}px"></span></td>
-<td class="num">{{ a.se }}</td><td>{{ a.mode }}</td><td class="num">{{ a.samples }}</td></tr>{% endfor %}</table>
-{% endblock %}
-"""
-
-XENT_GAME = """\
-{% extends "base.html" %}{% import "macros.html" as m %}
-{% block main %}
-<p><a href="../index.html">back to xent</a></p>
-<p>Game <strong>{{ info.game }}</strong> · map {{ info.map_id }} · player <strong>{{ info.model }}</strong>
-{% if info.map_score is not none %}· map score {{ info.map_score }} bits (best round) · normalized {{ info.normalized }}{% endif %}</p>
-{% if program %}<details><summary>the map's program</summary><pre class="code">{{ program }}</pre></details>{% endif %}
-<p class="muted">Heat map: each scored token shaded by its cross-entropy (darker = more bits; page maximum {{ max_bits }} bits). Hover a token for its bits.</p>
-{{ m.stepper() }}
-{% for r in rounds %}
-<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
-<h2>{{ r.title }}</h2>
-<h3>Moves</h3>
-{% for mv in r.moves %}<p class="msg"><span class="seat">{{ mv.role }}</span> → {{ mv.register }}{% if mv.attempts > 1 %}<span class="tag">{{ mv.attempts }} attempts</span>{% endif %}:
-<span class="text">{{ mv.move }}</span></p>
-{% if mv.reply != mv.move %}<details><summary>raw reply</summary><pre class="code">{{ mv.reply }}</pre></details>{% endif %}
-{% else %}<p class="muted">(no moves)</p>{% endfor %}
-<h3>Rewards</h3>
-{% for rw in r.rewards %}<p><span class="seat">{{ rw.role }}</span> reward {{ rw.index }}: <strong>{{ rw.total }}</strong> bits</p>
-<p class="tokens">{% for t in rw.tokens %}<span class="tok" style="background: rgba(213, 94, 0, {{ t.alpha }})" title="{{ t.bits }} bits">{{ t.text }}</span>{% endfor %}</p>
-{% else %}<p class="muted">(no rewards)</p>{% endfor %}
-</section>
-{% endfor %}
-{% endblock %}
-"""
-
 TEMPLATES = {
     "base.html": BASE, "macros.html": MACROS, "index.html": INDEX, "benchmark.html": BENCHMARK,
-    "game_list.html": GAME_LIST, "elimination_game.html": ELIMINATION_GAME,
-    "whoisspy_game.html": WHOISSPY_GAME, "skate_game.html": SKATE_GAME, "xent_game.html": XENT_GAME,
+    "game_list.html": GAME_LIST,
 }
 
 
@@ -223,3 +117,13 @@ def environment() -> jinja2.Environment:
 
 def render(name: str, **context: object) -> str:
     return environment().get_template(name).render(**context)
+
+
+@lru_cache(maxsize=32)
+def compiled(source: str) -> jinja2.Template:
+    return environment().from_string(source)
+
+
+def render_source(source: str, **context: object) -> str:
+    """Render a benchmark's own page template (its replay.py), which extends the site's base.html."""
+    return compiled(source).render(**context)

@@ -1,10 +1,15 @@
-"""Replays: one page per game, built from a benchmark's tables (read once, split by game)."""
+"""Replays: one page per game, built from a benchmark's tables (read once, split by game).
+
+A benchmark's `replay.py` builds a ReplaySet; the leaderboard renders it into the site."""
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+import polars as pl
 
 from pipeline.core.io import content_id
 
@@ -32,6 +37,16 @@ def num(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def by_game(frame: pl.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
+    """A table's rows grouped by their game_id (empty when the table is missing)."""
+    if frame is None:
+        return {}
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in frame.iter_rows(named=True):
+        grouped[row["game_id"]].append(row)
+    return grouped
+
+
 @dataclass
 class GamePage:
     """One replay page: its file stem, its row in the game list, and what its template shows."""
@@ -44,7 +59,7 @@ class GamePage:
 
 @dataclass
 class ReplaySet:
-    template: str
+    template: str  # the game page's jinja source; it extends the site's "base.html"
     columns: list[str]
     games_title: str
     pages: list[GamePage]

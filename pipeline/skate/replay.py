@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key
-from pipeline.leaderboard.sources import RoomInputs
+from pipeline.core.replay import GamePage, ReplaySet, num, safe_key
+from pipeline.core.room import RoomInputs
 
 QUESTIONS = ["round", "setter", "status", "question_id", "description", "program", "answer", "distractors"]
 PCORRECT = ["question_id", "answerer", "mode", "p_correct", "std_error", "samples"]
@@ -49,5 +49,24 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
             },
         ))
     note = f"Pages for the first {len(shown)} of {len(accepted)} questions." if len(shown) < len(accepted) else ""
-    return ReplaySet("skate_game.html", ["question", "round", "setter", "mean p(correct)", "answerers"],
+    return ReplaySet(TEMPLATE, ["question", "round", "setter", "mean p(correct)", "answerers"],
                      "Questions", pages, note)
+
+
+# the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html
+TEMPLATE = """\
+{% extends "base.html" %}{% import "macros.html" as m %}
+{% block main %}
+<p><a href="../index.html">back to skate</a></p>
+<p>Round {{ q.round }} · set by <strong>{{ q.setter }}</strong></p>
+<h2>Question</h2><p class="text">{{ q.description }}</p>
+<h2>Code</h2><pre class="code">{{ q.program }}</pre>
+<h2>Options</h2>
+<table><tr><th>option</th><th></th></tr>
+{% for o in options %}<tr><td><pre class="code">{{ o.text }}</pre></td><td>{% if o.correct %}<span class="tag good">correct</span>{% endif %}</td></tr>{% endfor %}</table>
+<h2>p(correct) per model</h2>
+<table><tr><th>model</th><th>p(correct)</th><th></th><th>± se</th><th>mode</th><th>samples</th></tr>
+{% for a in answers %}<tr><td>{{ a.model }}</td><td class="num">{{ a.p }}</td><td><span class="bar" style="width: {{ a.width }}px"></span></td>
+<td class="num">{{ a.se }}</td><td>{{ a.mode }}</td><td class="num">{{ a.samples }}</td></tr>{% endfor %}</table>
+{% endblock %}
+"""

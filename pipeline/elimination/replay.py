@@ -7,8 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key, seat_order
-from pipeline.leaderboard.sources import RoomInputs
+from pipeline.core.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
+from pipeline.core.room import RoomInputs
 
 TABLES = {
     "games": ["game_id", "rounds", "winner_seat", "winner_model"],
@@ -20,15 +20,6 @@ TABLES = {
     "final_ranks": ["game_id", "seat", "rank", "points"],
 }
 PHASE_TITLE = {"vote": "Votes", "revote": "Tie-break re-vote", "jury": "Jury vote"}
-
-
-def by_game(frame: pl.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
-    if frame is None:
-        return {}
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in frame.iter_rows(named=True):
-        grouped[row["game_id"]].append(row)
-    return grouped
 
 
 def build_round(number: int, messages: list[dict], votes: list[dict], pairs: list[dict],
@@ -113,4 +104,39 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
             context={"seats": seats, "rounds": rounds},
         ))
     note = f"Replays of the first {len(shown)} of {len(game_ids)} games." if len(shown) < len(game_ids) else ""
-    return ReplaySet("elimination_game.html", ["game", "winner", "models", "rounds"], "Games", pages, note)
+    return ReplaySet(TEMPLATE, ["game", "winner", "models", "rounds"], "Games", pages, note)
+
+
+# the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html
+TEMPLATE = """\
+{% extends "base.html" %}{% import "macros.html" as m %}
+{% block main %}
+<p><a href="../index.html">back to elimination</a></p>
+<table><tr><th>seat</th><th>model</th><th>final rank</th><th>points</th></tr>
+{% for s in seats %}<tr><td>{{ s.seat }}</td><td>{{ s.model }}</td><td class="num">{{ s.rank }}</td><td class="num">{{ s.points }}</td></tr>
+{% endfor %}</table>
+{{ m.stepper() }}
+{% for r in rounds %}
+<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
+<h2>{{ r.title }}</h2>
+{% if r.public %}<h3>Public talk</h3>
+{% for msg in r.public %}<p class="msg"><span class="seat">{{ msg.seat }}</span> <span class="muted">{{ msg.model }}</span>{% if msg.cut %}<span class="tag bad">cut</span>{% endif %}: <span class="text">{{ msg.text }}</span></p>
+{% endfor %}{% endif %}
+{% if r.private %}<h3>Private talk</h3>
+{% for pair in r.private %}<h4>{{ pair.title }}</h4>
+{% for msg in pair.messages %}<p class="msg"><span class="seat">{{ msg.seat }}</span> → {{ msg.target }}: <span class="text">{{ msg.text }}</span></p>
+{% else %}<p class="muted">(no messages)</p>{% endfor %}
+{% endfor %}{% endif %}
+{% for block in r.votes %}<h3>{{ block.title }}</h3>
+{% if block.messages %}{% for msg in block.messages %}<p class="msg"><span class="seat">{{ msg.seat }}</span> <span class="muted">{{ msg.model }}</span>: <span class="text">{{ msg.text }}</span></p>
+{% endfor %}{% endif %}
+<table><tr><th>voter</th><th>vote</th><th>reason</th></tr>
+{% for v in block.rows %}<tr><td>{{ v.voter }}</td><td>{% if v.valid %}{{ v.target }}{% else %}<span class="tag bad">invalid</span>{% endif %}</td><td class="text">{{ v.reason }}</td></tr>
+{% endfor %}</table>
+{% endfor %}
+{% for e in r.eliminated %}<p><strong>Eliminated: {{ e.seat }}</strong> ({{ e.model }}){% for flag in e.flags %}<span class="tag">{{ flag }}</span>{% endfor %}</p>
+{% endfor %}
+</section>
+{% endfor %}
+{% endblock %}
+"""

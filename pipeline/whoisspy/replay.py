@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key, seat_order
-from pipeline.leaderboard.replays.elimination import by_game
-from pipeline.leaderboard.sources import RoomInputs
+from pipeline.core.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
+from pipeline.core.room import RoomInputs
 
 GAMES = ["game_id", "variant", "civilian_word", "spy_word", "spy_seat", "spy_model", "winner",
          "end_reason", "rounds_played"]
@@ -67,5 +66,36 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
             },
         ))
     note = f"Replays of the first {len(shown)} of {len(rows)} games." if len(shown) < len(rows) else ""
-    return ReplaySet("whoisspy_game.html", ["game", "variant", "words (civilian / spy)", "spy", "winner", "rounds"],
+    return ReplaySet(TEMPLATE, ["game", "variant", "words (civilian / spy)", "spy", "winner", "rounds"],
                      "Games", pages, note)
+
+
+# the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html
+TEMPLATE = """\
+{% extends "base.html" %}{% import "macros.html" as m %}
+{% block main %}
+<p><a href="../index.html">back to whoisspy</a></p>
+<p>Variant <strong>{{ game.variant }}</strong> · civilians' word <strong>{{ game.civilian_word }}</strong> ·
+spy's word <strong>{{ game.spy_word }}</strong> · spy {{ game.spy_seat }} ({{ game.spy_model }}) ·
+winner: <strong>{{ game.winner }}</strong> ({{ game.end_reason }})</p>
+<table><tr><th>seat</th><th>model</th><th>role</th><th>word</th><th>score</th><th>out</th></tr>
+{% for s in seats %}<tr><td>{{ s.seat }}</td><td>{{ s.model }}</td><td>{{ s.role }}</td><td>{{ s.word }}</td>
+<td class="num">{{ s.score }}</td><td>{{ s.out }}</td></tr>{% endfor %}</table>
+{{ m.stepper() }}
+{% for r in rounds %}
+<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
+<h2>{{ r.title }}</h2>
+<h3>Descriptions</h3>
+{% for s in r.speeches %}<p class="msg"><span class="seat">{{ s.seat }}</span> <span class="muted">{{ s.model }} · {{ s.role }}</span>
+{% if s.fouled %}<span class="tag bad">foul: {{ s.foul_kinds }}</span>{% endif %}{% if s.truncated %}<span class="tag">cut</span>{% endif %}:
+<span class="text">{{ s.text }}</span></p>
+{% else %}<p class="muted">(none)</p>{% endfor %}
+<h3>Votes</h3>
+<table><tr><th>voter</th><th>vote</th><th></th></tr>
+{% for v in r.votes %}<tr><td>{{ v.voter }} <span class="muted">{{ v.model }}</span></td><td>{{ v.target }}</td>
+<td>{% if v.correct %}<span class="tag good">found the spy</span>{% endif %}</td></tr>{% endfor %}</table>
+{% for e in r.eliminated %}<p><strong>Out: {{ e.seat }}</strong> ({{ e.model }}, {{ e.role }}) by {{ e.by }}</p>{% endfor %}
+</section>
+{% endfor %}
+{% endblock %}
+"""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.leaderboard.replays import GamePage, ReplaySet, num, safe_key
-from pipeline.leaderboard.sources import RoomInputs
+from pipeline.core.replay import GamePage, ReplaySet, num, safe_key
+from pipeline.core.room import RoomInputs
 
 MOVES = ["game", "map_id", "model", "round", "elicit_index", "player_role", "register", "move", "reply", "attempts"]
 REWARDS = ["game", "map_id", "model", "round", "reward_index", "player_role", "total_bits"]
@@ -71,4 +71,32 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
             },
         ))
     note = f"Replays of the first {len(shown)} of {len(played)} plays." if len(shown) < len(played) else ""
-    return ReplaySet("xent_game.html", ["game / map", "player", "map score (bits)", "normalized"], "Plays", pages, note)
+    return ReplaySet(TEMPLATE, ["game / map", "player", "map score (bits)", "normalized"], "Plays", pages, note)
+
+
+# the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html
+TEMPLATE = """\
+{% extends "base.html" %}{% import "macros.html" as m %}
+{% block main %}
+<p><a href="../index.html">back to xent</a></p>
+<p>Game <strong>{{ info.game }}</strong> · map {{ info.map_id }} · player <strong>{{ info.model }}</strong>
+{% if info.map_score is not none %}· map score {{ info.map_score }} bits (best round) · normalized {{ info.normalized }}{% endif %}</p>
+{% if program %}<details><summary>the map's program</summary><pre class="code">{{ program }}</pre></details>{% endif %}
+<p class="muted">Heat map: each scored token shaded by its cross-entropy (darker = more bits; page maximum {{ max_bits }} bits). Hover a token for its bits.</p>
+{{ m.stepper() }}
+{% for r in rounds %}
+<section class="step" id="step-{{ loop.index }}" data-title="{{ r.title }}">
+<h2>{{ r.title }}</h2>
+<h3>Moves</h3>
+{% for mv in r.moves %}<p class="msg"><span class="seat">{{ mv.role }}</span> → {{ mv.register }}{% if mv.attempts > 1 %}<span class="tag">{{ mv.attempts }} attempts</span>{% endif %}:
+<span class="text">{{ mv.move }}</span></p>
+{% if mv.reply != mv.move %}<details><summary>raw reply</summary><pre class="code">{{ mv.reply }}</pre></details>{% endif %}
+{% else %}<p class="muted">(no moves)</p>{% endfor %}
+<h3>Rewards</h3>
+{% for rw in r.rewards %}<p><span class="seat">{{ rw.role }}</span> reward {{ rw.index }}: <strong>{{ rw.total }}</strong> bits</p>
+<p class="tokens">{% for t in rw.tokens %}<span class="tok" style="background: rgba(213, 94, 0, {{ t.alpha }})" title="{{ t.bits }} bits">{{ t.text }}</span>{% endfor %}</p>
+{% else %}<p class="muted">(no rewards)</p>{% endfor %}
+</section>
+{% endfor %}
+{% endblock %}
+"""
