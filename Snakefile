@@ -17,8 +17,9 @@ include: "pipeline/roster/rules.smk"
 
 
 for _benchmark in BENCHMARKS:
+    if _benchmark.rules.exists():  # a copy of the project may leave a benchmark's rules out
 
-    include: str(_benchmark.rules)
+        include: str(_benchmark.rules)
 
 
 include: "pipeline/leaderboard/rules.smk"

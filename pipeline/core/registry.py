@@ -53,6 +53,7 @@ class Benchmark:
     tables: Mapping[str, type[pa.DataFrameModel]] = field(default_factory=dict)
     replays: Callable[..., Any] | None = None
     extra_inputs: tuple[str, ...] = ()  # globs of other files the leaderboard hashes into its stamp
+    headline: tuple[str, ...] = ()  # metrics.json keys the leaderboard shows (params can override)
     order: int = 100  # position in the Snakefile and on the leaderboard (then by name)
 
     def __post_init__(self) -> None:

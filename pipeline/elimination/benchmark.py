@@ -38,5 +38,6 @@ BENCHMARK = Benchmark(
         "tables/final_ranks.parquet": FinalRanksSchema,
     },
     replays=replays,
+    headline=("games", "wins", "avg_points"),
     order=30,
 )

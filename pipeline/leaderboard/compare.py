@@ -13,7 +13,7 @@ import polars as pl
 
 from pipeline.core.io import write_text_atomic
 from pipeline.leaderboard.combine import BenchmarkBoard, Rating, benchmark_board, combine, rank_text
-from pipeline.leaderboard.config import LeaderboardParams, load_leaderboard_params
+from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
 from pipeline.leaderboard.report import Report
 from pipeline.core.room import RoomInputs
 from pipeline.leaderboard.sources import load_rooms
@@ -101,7 +101,7 @@ def models_seen(boards: list[BenchmarkBoard]) -> set[str]:
 
 def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> Report:
     rooms = load_rooms(results, params.benchmarks)
-    boards = [benchmark_board(name, room.metrics or {}, params.headline.get(name, []), params.interval_z)
+    boards = [benchmark_board(name, room.metrics or {}, headline_keys(params, name), params.interval_z)
               for name, room in rooms.items()]
     known = models_seen(boards)
     missing = [m for m in (a, b) if m not in known]

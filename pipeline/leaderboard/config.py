@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from pipeline.core.params import StrictParams, load_params
+from pipeline.core.registry import benchmark
 from pipeline.core.registry import names as benchmark_names
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
@@ -37,7 +38,8 @@ class LeaderboardParams(StrictParams):
     )
     headline: dict[str, list[str]] = Field(
         default_factory=dict,
-        description="per benchmark, metric keys of its metrics.json copied as <benchmark>_<key>",
+        description="per benchmark, metric keys of its metrics.json copied as <benchmark>_<key>; "
+        "replaces the benchmark's own headline (its benchmark.py)",
     )
     interval_z: float = Field(
         1.96, gt=0,
@@ -64,6 +66,13 @@ class LeaderboardParams(StrictParams):
         if len(set(value)) != len(value):
             raise ValueError("a benchmark is listed twice")
         return value
+
+
+def headline_keys(params: LeaderboardParams, name: str) -> list[str]:
+    """The metrics shown for a benchmark: the params' list, else the benchmark's declared headline."""
+    if name in params.headline:
+        return params.headline[name]
+    return list(benchmark(name).headline)
 
 
 def load_leaderboard_params(path: str | Path = "params/leaderboard.yaml") -> LeaderboardParams:

@@ -13,7 +13,7 @@ from pathlib import Path
 from pipeline.core.io import write_json_atomic, write_text_atomic
 from pipeline.core.registry import benchmark
 from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
-from pipeline.leaderboard.config import LeaderboardParams
+from pipeline.leaderboard.config import LeaderboardParams, headline_keys
 from pipeline.leaderboard.markdown import render_markdown
 from pipeline.leaderboard.site import BenchmarkSite, build_site
 from pipeline.leaderboard.sources import load_rooms
@@ -49,7 +49,7 @@ def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
 def publish(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Published:
     started = time.perf_counter()
     rooms = load_rooms(results, params.benchmarks)
-    boards = [benchmark_board(name, room.metrics or {}, params.headline.get(name, []), params.interval_z)
+    boards = [benchmark_board(name, room.metrics or {}, headline_keys(params, name), params.interval_z)
               for name, room in rooms.items()]
     combined = combine(boards)
     benches = []

@@ -31,5 +31,6 @@ BENCHMARK = Benchmark(
         "pcorrect.parquet": PCorrectSchema,
     },
     replays=replays,
+    headline=("p_correct_mean", "questions_answered"),
     order=10,
 )

@@ -30,5 +30,6 @@ BENCHMARK = Benchmark(
         "votes.parquet": VotesSchema,
     },
     replays=replays,
+    headline=("games", "points", "win_rate"),
     order=40,
 )

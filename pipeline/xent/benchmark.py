@@ -34,6 +34,7 @@ BENCHMARK = Benchmark(
         "scores.parquet": ScoresSchema,
     },
     replays=replays,
+    headline=("xent_score",),
     extra_inputs=("maps/**/*.xgl",),
     order=20,
 )

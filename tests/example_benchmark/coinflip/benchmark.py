@@ -1,0 +1,18 @@
+"""The coin flip benchmark's one declaration: the registry reads it (PIPELINE_BENCHMARKS=coinflip.benchmark)."""
+
+from __future__ import annotations
+
+from pipeline.core.registry import Benchmark
+
+from coinflip.replay import replays
+from coinflip.schemas import GamesSchema
+
+BENCHMARK = Benchmark(
+    name="coinflip",
+    title="Coin flip",
+    package="coinflip",
+    outputs=("games", "games.parquet"),
+    tables={"games.parquet": GamesSchema},
+    replays=replays,
+    headline=("wins",),
+)

@@ -1,0 +1,57 @@
+"""schedule, play, rate, report: the same verbs as every benchmark, as plain functions."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.io import content_id, seed_from, write_json_atomic
+from pipeline.core.rating import Pairwise, RatingParams, rating_summary
+from pipeline.core.schemas import write_table
+
+from coinflip.config import CoinflipParams
+from coinflip.schemas import GamesSchema
+
+
+def schedule(params: CoinflipParams) -> dict[str, tuple[str, str, int]]:
+    """Game id -> (player a, player b, repeat). An id is the content id of all that decides the game
+    (rules version, players, their biases, repeat), so a new player adds games and changes none."""
+    games = {}
+    for a, b in itertools.combinations(sorted(params.players), 2):
+        for repeat in range(params.games_per_pair):
+            decided_by = ["coinflip-v1", a, params.players[a], b, params.players[b], repeat]
+            games[content_id(decided_by)] = (a, b, repeat)
+    return games
+
+
+def play(params: CoinflipParams, game_id: str, out: Path) -> None:
+    a, b, _ = schedule(params)[game_id]
+    rng = random.Random(seed_from("coinflip", game_id))  # never the global random
+    draws = {name: rng.random() ** (1.0 / max(params.players[name], 1e-6) - 1.0) for name in (a, b)}
+    record = {"game_id": game_id, "player_a": a, "player_b": b, "draw_a": draws[a], "draw_b": draws[b],
+              "winner": a if draws[a] >= draws[b] else b}
+    write_json_atomic(out / f"{game_id}.json", record)
+
+
+def rate_and_report(params: CoinflipParams, games_dir: Path, out: Path) -> None:
+    rows = [json.loads((games_dir / f"{gid}.json").read_text()) for gid in sorted(schedule(params))]
+    games = write_table(out / "games.parquet", pl.DataFrame(rows), GamesSchema, sort_by=["game_id"])
+    events = [Pairwise(r["player_a"], r["player_b"], "a" if r["winner"] == r["player_a"] else "b")
+              for r in games.iter_rows(named=True)]
+    summary = rating_summary(events, RatingParams(draw_probability=0.0), params.passes, seed_from("coinflip-rate"),
+                             params.bootstrap_resamples)
+    wins = games.group_by("winner").len()
+    won = dict(zip(wins["winner"], wins["len"], strict=True))
+    metrics = {
+        row["player"]: {
+            "wins": int(won.get(row["player"], 0)),
+            "trueskill_mu": round(row["mu"], 4), "trueskill_sigma": round(row["sigma"], 4),
+            "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"], "trueskill_rank_hi": row["rank_hi"],
+        }
+        for row in summary.iter_rows(named=True)
+    }
+    write_json_atomic(out / "metrics.json", metrics)

@@ -1,0 +1,116 @@
+"""The benchmark registry: dvc.yaml and the Snakefile agree with what each benchmark declares, and a
+benchmark that lives in its own folder (tests/example_benchmark/coinflip) runs through Snakemake and
+reaches the leaderboard and its site without a line changed elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.core.registry import Benchmark, RegistryError, benchmarks
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "tests" / "example_benchmark"
+SHARED_DEPS = {"Snakefile", "pipeline/core", "params/models.yaml"}
+
+
+def dvc_stages() -> dict[str, dict]:
+    return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+
+
+def out_paths(entries: list) -> dict[str, dict]:
+    return {next(iter(e)) if isinstance(e, dict) else e: (next(iter(e.values())) if isinstance(e, dict) else {})
+            for e in entries}
+
+
+def test_the_four_benchmarks_are_registered_in_run_order() -> None:
+    assert [b.name for b in benchmarks()] == ["skate", "xent", "elimination", "whoisspy"]
+
+
+@pytest.mark.parametrize("bench", benchmarks(), ids=lambda b: b.name)
+def test_dvc_stage_matches_the_declaration(bench: Benchmark) -> None:
+    stage = dvc_stages().get(bench.name)
+    assert stage is not None, f"dvc.yaml has no stage {bench.name!r}"
+    assert stage["cmd"] == f"snakemake {bench.final_rule}", "shared flags belong in profiles/default"
+    deps = set(stage["deps"])
+    assert SHARED_DEPS | {f"pipeline/{bench.name}", bench.params_file} <= deps
+    outs = out_paths(stage["outs"])
+    assert set(outs) == {f"{bench.results}/{o}" for o in bench.outputs}
+    assert all(settings.get("persist") is True for settings in outs.values()), "Snakemake fills outs incrementally"
+    assert out_paths(stage["metrics"]) == {bench.metrics: {"cache": False}}
+
+
+def test_leaderboard_stage_depends_on_every_benchmark() -> None:
+    deps = set(dvc_stages()["leaderboard"]["deps"])
+    missing = [b.metrics for b in benchmarks() if b.metrics not in deps]
+    assert not missing, f"dvc.yaml's leaderboard stage lacks {missing}"
+
+
+def test_no_stage_repeats_the_profile_flags() -> None:
+    for name, stage in dvc_stages().items():
+        assert "--cores" not in stage["cmd"] and "--rerun" not in stage["cmd"], name
+
+
+def test_snakefile_defines_every_final_rule() -> None:
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rules = set(done.stdout.split())
+    assert {b.final_rule for b in benchmarks()} | {"roster_all", "leaderboard_all"} <= rules
+
+
+def test_a_bad_declaration_is_refused_with_its_name() -> None:
+    with pytest.raises(RegistryError, match="must match"):
+        Benchmark(name="Bad Name", title="x", package="x", outputs=())
+    with pytest.raises(RegistryError, match="inside results/escape"):
+        Benchmark(name="escape", title="x", package="x", outputs=("../elsewhere",))
+
+
+def example_project(root: Path) -> Path:
+    """A copy of the workflow with only the example benchmark's rules (the others are left out)."""
+    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
+    shutil.copytree(REPO / "params", root / "params")
+    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "profiles", root / "profiles")
+    for bench in benchmarks():
+        (root / "pipeline" / bench.name / "rules.smk").unlink()
+    shutil.copy2(EXAMPLE / "coinflip.yaml", root / "params" / "coinflip.yaml")
+    return root
+
+
+def run(project: Path, *args: str) -> str:
+    env = {**os.environ, "PIPELINE_BENCHMARKS": "coinflip.benchmark",
+           "PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(project)])}
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_example_benchmark_runs_end_to_end_and_reaches_the_leaderboard(tmp_path: Path) -> None:
+    project = example_project(tmp_path)
+    run(project, "coinflip_all", "leaderboard_all")
+    board = json.loads((project / "results/leaderboard/leaderboard.json").read_text())
+    assert {"steady", "fair", "shaky"} <= set(board)
+    assert board["steady"]["coinflip_trueskill_mu"] > board["shaky"]["coinflip_trueskill_mu"]
+    assert board["steady"]["coinflip_wins"] > board["shaky"]["coinflip_wins"]
+    site = project / "results/leaderboard/site/coinflip"
+    pages = sorted((site / "games").glob("*.html"))
+    assert len(pages) == 18  # 3 pairs x 6 games, one replay page each
+    assert "wins.</p>" in pages[0].read_text()
+    assert "Nothing to be done" in run(project, "coinflip_all", "leaderboard_all")
+
+    # a new player adds its games only: the 18 played games stay done
+    params = yaml.safe_load((project / "params/coinflip.yaml").read_text())
+    params["players"]["lucky"] = 0.6
+    (project / "params/coinflip.yaml").write_text(yaml.safe_dump(params))
+    plan = run(project, "-n", "coinflip_all")
+    assert ["coinflip_play", "18"] in [line.split() for line in plan.splitlines()], plan[-2000:]
