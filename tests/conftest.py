@@ -71,6 +71,7 @@ def project(tmp_path: Path) -> Path:
             shutil.copy2(REPO / name, tmp_path / name)
     shutil.copytree(REPO / "params", tmp_path / "params")
     shutil.copytree(REPO / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")  # the workflow profile: the shared flags
     return tmp_path
 
 
