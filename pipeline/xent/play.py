@@ -2,9 +2,10 @@
 
 Before each elicit a player sees the game's code and description, what its role may see, and its
 history on this map (its moves, reward totals, the per-token breakdown of recent rounds). A model
-replies with its move in <move>...</move> (last tag wins, <think> dropped); a reply without the
-tag is asked again once with a reminder, then counts as an empty move. Bots get the same request
-plus a structured `state`, and a bot reply without tags is the move itself.
+replies with its move in <move>...</move> (the reference's rule: last closed tag wins, closed
+<think> blocks dropped; a reply without the tag is the move as a whole, cut to the elicit's token
+limit, and the next ask reminds the model of the tags). Bots get the same request plus a
+structured `state`, and a bot reply without tags is the move itself.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
 from pipeline.core.players import MoveRequest, Player
 from pipeline.xent.games import Game
-from pipeline.xent.prompts import PROMPT_VERSION, elicit_messages, parse_move
+from pipeline.xent.prompts import MOVE_CLOSE, PROMPT_VERSION, elicit_messages, extract_move
 from pipeline.xent.runtime import ElicitRequest, JudgeLike, MoveOutcome, RoundResult, StoryProvider, run_round
 from pipeline.xent.xgl import Program
 
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 class PlaySettings:
     reply_max_tokens: int = 24
     detail_rounds: int = 2
-    missing_tag_retries: int = 1
 
 
 @dataclass
@@ -48,6 +48,7 @@ class PlayerSeat:
         self.player = player
         self.context = context
         self.settings = settings
+        self.reminder = False  # the last reply had no <move> tag
 
     async def ask(self, request: ElicitRequest) -> MoveOutcome:
         ctx = self.context
@@ -58,22 +59,19 @@ class PlayerSeat:
             "failed": list(request.failed), "round": ctx.round, "history": own_history(ctx.history, request.role),
             "events": list(request.events),
         }
-        reply_text = ""
-        for prompt in range(1 + self.settings.missing_tag_retries):
-            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history,
-                                       (request.role,), self.settings.detail_rounds, reminder=prompt > 0)
-            reply = await self.player.act(MoveRequest(
-                messages=messages, key=key + (f"/remind{prompt}" if prompt else ""), kind="xent_move",
-                max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=("</move>",),
-                state=state,
-            ))
-            reply_text = reply.text
-            move = parse_move(reply_text)
-            if move is None and self.player.is_bot:
-                move = reply_text.strip()
-            if move is not None:
-                return MoveOutcome(move, reply_text, prompt + 1)
-        return MoveOutcome("", reply_text, 1 + self.settings.missing_tag_retries)
+        messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history,
+                                   (request.role,), self.settings.detail_rounds, reminder=self.reminder)
+        reply = await self.player.act(MoveRequest(
+            messages=messages, key=key, kind="xent_move",
+            max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=(MOVE_CLOSE,),
+            state=state,
+        ))
+        move, tagged = extract_move(reply.text, stopped_at_close=True)
+        if not tagged and self.player.is_bot:
+            move = reply.text.strip()  # bots answer with the bare move
+        # the reference: an untagged reply is the move itself, and the next ask carries a reminder
+        self.reminder = not tagged and not self.player.is_bot
+        return MoveOutcome(move, reply.text, 1, tagged or self.player.is_bot, reply.tokens_in, reply.tokens_out)
 
 
 def own_history(history: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
@@ -94,7 +92,8 @@ def round_summary(number: int, result: RoundResult, self_roles: Sequence[str]) -
         "ensure_failures": result.ensure_failures,
         "moves": [
             {"elicit_index": m.elicit_index, "role": m.role, "register": m.register, "move": m.move,
-             "reply": m.reply, "attempts": m.attempts, "line": m.line}
+             "reply": m.reply, "attempts": m.attempts, "line": m.line, "tagged": m.tagged,
+             "tokens_in": m.tokens_in, "tokens_out": m.tokens_out}
             for m in result.moves
         ],
         "rewards": [
