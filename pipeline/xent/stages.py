@@ -115,7 +115,9 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
                         moves.append({"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
                                       "round": rnd["round"], "elicit_index": move["elicit_index"],
                                       "player_role": move["role"], "register": move["register"], "move": move["move"],
-                                      "reply": move["reply"], "attempts": move["attempts"]})
+                                      "reply": move["reply"], "attempts": move["attempts"],
+                                      "tagged": move.get("tagged", True), "tokens_in": move.get("tokens_in", 0),
+                                      "tokens_out": move.get("tokens_out", 0)})
     key_cols = ["game", "map_id", "model", "round"]
     status = [{"game": record["game"], "map_id": m["map_id"], "model": record["player"], "round": rnd["round"],
                "error": rnd["error"], "ensure_failures": rnd["ensure_failures"]}
