@@ -95,22 +95,25 @@ def gemma_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: PreTrainedTok
 
 @pytest.fixture(scope="module")
 def fixed(fixed_dir: Path) -> Judge:
-    return Judge(fixed_dir)
+    return Judge(fixed_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
 @pytest.fixture(scope="module")
 def small(gpt2_dir: Path) -> Judge:
-    return Judge(gpt2_dir)
+    return Judge(gpt2_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
 @pytest.fixture(scope="module")
 def gemma_tiny(gemma_dir: Path) -> Judge:
-    return Judge(gemma_dir)
+    return Judge(gemma_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
-def reference_bits(judge: Judge, string: str, prefix: str) -> list[float]:
-    """Straight from the definition: one full forward pass over BOS + ids(prefix) + ids(string)."""
-    prefix_ids = [judge.tokenizer.bos_token_id] + judge.encode(prefix)
+def reference_bits(judge: Judge, string: str, prefix: str, bos: bool = True) -> list[float]:
+    """Straight from the definition: one full forward pass over BOS + ids(prefix) + ids(string).
+
+    `bos=False`: no BOS, which is the default "reference" scoring for this tokenizer (it adds none).
+    """
+    prefix_ids = [judge.tokenizer.bos_token_id] * bos + judge.encode(prefix)
     string_ids = judge.encode(string)
     ids = torch.tensor([prefix_ids + string_ids])
     with torch.inference_mode():
@@ -242,7 +245,10 @@ def test_disk_cache_is_keyed_by_fingerprint_and_survives_a_new_judge(gpt2_dir: P
     other_model.xent("hello there", "greeting: ")
     assert other_model.forward_passes == 1  # another fingerprint, another key
     fp = score.judge.as_dict()
-    assert set(fp) == {"model_id", "weights_sha256", "dtype", "device"}
+    assert set(fp) == {"model_id", "weights_sha256", "dtype", "device", "scoring"} and fp["scoring"] == "reference"
+    clipped = Judge(gpt2_dir, cache_dir=tmp_path / "scores", clip_logprobs=True)
+    clipped.xent("hello there", "greeting: ")
+    assert clipped.forward_passes == 1  # the scoring options are part of the key
     assert fp["dtype"] == "float32" and fp["device"] == "cpu" and len(fp["weights_sha256"]) == 64
 
 
@@ -292,7 +298,7 @@ def test_cli_prints_scored_tokens_and_the_judge(gpt2_dir: Path, capsys: pytest.C
     out = json.loads(capsys.readouterr().out)
     judge = load_judge("tiny-gpt2-for-cli")
     assert out["tokens"] == list("ello there")  # all but the first token of TEXT
-    assert out["xent_bits"] == pytest.approx(reference_bits(judge, "hello there", "greeting: "), abs=1e-4)
+    assert out["xent_bits"] == pytest.approx(reference_bits(judge, "hello there", "greeting: ", bos=False), abs=1e-4)
     assert out["total_bits"] == pytest.approx(sum(out["xent_bits"]))
     assert out["judge"]["model_id"] == "tiny-gpt2-for-cli" and out["judge"]["device"] == "cpu"
     assert main(["judge", "score", "--text", "y" * 40, "--judge", str(gpt2_dir)]) == 2

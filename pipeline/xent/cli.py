@@ -12,15 +12,18 @@ DEFAULT_PARAMS = "params/xent.yaml"
 DEFAULT_MODELS = "params/models.yaml"
 
 
-def load_any_judge(name: str):  # -> Judge | WordJudge
-    """A judge by registered name or model directory; `word` is the model-free test judge."""
+def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False):  # -> Judge | WordJudge
+    """A judge by registered name or model directory; `word` is the model-free test judge.
+
+    `scoring` and `clip_logprobs` are the core Judge's options (the reference's defaults).
+    """
     if name == "word":
         from pipeline.xent.testing import WordJudge
 
         return WordJudge()
     from pipeline.core.judge import load_judge
 
-    return load_judge(name)
+    return load_judge(name, scoring=scoring, clip_logprobs=clip_logprobs)
 
 
 def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -45,6 +46,15 @@ class XentParams(Strict):
     seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
     rounds: int = Field(3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20)")
     judge: str = Field("gemma-3-270m", description="the judge that scores moves during play (a registered name or a model directory)")
+    judge_scoring: Literal["reference", "include_first_token", "bos_once"] = Field(
+        "reference",
+        description="which tokens the judge scores: reference (the reference implementation's tokenization, each side "
+        "with the tokenizer's own BOS, the string's first token not scored), include_first_token (the reference's "
+        "option: every token of the string side), bos_once (one BOS, the first text token not scored)",
+    )
+    judge_clip_logprobs: bool = Field(
+        False, description="cap each token's xent at log2(vocabulary size) bits (the reference's clip_logprobs)"
+    )
     rescore_judges: list[str] = Field(
         default_factory=list, description="more judges that re-score every recorded move (the play judge always does)"
     )

@@ -19,7 +19,7 @@ from pipeline.xent.maps import MapSpec, map_id_for
 from pipeline.xent.prompts import PROMPT_VERSION
 from pipeline.xent.xgl import ParseError
 
-PLAY_VERSION = 1
+PLAY_VERSION = 2  # 2: the reference's XGL semantics, move rule and ensure limit
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
                 "maps": [m.map_id for m in maps[name]], "player": _entry_identity(models, player),
                 "opponent": _entry_identity(models, opponent) if opponent else None,
                 "rounds": params.rounds, "judge": params.judge, "replies": params.replies.model_dump(mode="json"),
+                "judge_scoring": [params.judge_scoring, params.judge_clip_logprobs],
             }
             jobs.append(PlayJob(name, refs[name], content_id(identity), player, opponent, maps[name], params.rounds))
     return Schedule(games, refs, maps, tuple(jobs))

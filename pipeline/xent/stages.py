@@ -35,7 +35,7 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
-    judge = load_any_judge(params.judge)
+    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
     if judge_cache and hasattr(judge, "cache"):
         judge.cache.directory = Path(judge_cache)  # stories sampled once per game and seed, kept on disk
     return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
@@ -53,7 +53,7 @@ def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, 
     schedule = build_schedule(params, models, source=params_path)
     job = schedule.job(game_name, job_id)
     game = schedule.games[game_name]
-    judge = load_any_judge(params.judge)
+    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
     gateway = Gateway(models, job=f"xent/{game_name}/{job_id}")
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
@@ -134,7 +134,7 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
     mismatches: list[str] = []
     checked = 0
     for judge_name in judges:
-        judge = load_any_judge(judge_name)
+        judge = load_any_judge(judge_name, params.judge_scoring, params.judge_clip_logprobs)
         print(f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
               file=sys.stderr)
         scored = dict(zip(pairs, judge.score_many(pairs))) if pairs else {}
