@@ -66,11 +66,15 @@ def test_scripted_player_improves_over_rounds_on_condense(tmp_path: Path, fake_p
     record = asyncio.run(play_map(game, program, "m1", {"black": found["scripted"]}, WordJudge(), 3, PlaySettings()))
     totals = [r["total_bits"] for r in record["rounds"]]
     assert totals == pytest.approx([0.0, 1.5, 4.5])  # strictly better every round
-    # what the model saw before round 3: the game code, what it can see, its history with tokens
-    prompt = fake_provider.calls[2]["messages"][-1]["content"]
-    assert "reward(xed(s | x1))" in prompt and "## Code" in prompt
-    assert "Round 2: total" in prompt and "your move x = 'balls'" in prompt and "per token:" in prompt
-    assert "the dog chased a red ball" in prompt  # black is omniscient: it sees the story
+    # one conversation per map (the reference's): round 3's request holds every earlier turn
+    messages = fake_provider.calls[2]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    first, last = messages[1]["content"], messages[-1]["content"]
+    assert "reward(xed(s | x1))" in first and "## Code" in first
+    assert "the dog chased a red ball" in first  # black is omniscient: it sees the story
+    assert messages[4]["content"] == "<move>balls</move>"
+    assert "Round 2: total" in last and "your move x = 'balls'" in last and "per token:" in last
+    assert "Round 1" not in last and "## Code" not in last  # only what is new since the last ask
     assert [m["move"] for r in record["rounds"] for m in r["moves"]] == ["zebra", "balls", "dogs chasing balls gardens"]
 
 

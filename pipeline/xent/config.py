@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
@@ -16,6 +16,10 @@ class ReplyParams(Strict):
     max_tokens: int = Field(24, ge=4, le=4096, description="token cap of a model's reply (the move plus its tags)")
     detail_rounds: int = Field(
         2, ge=0, le=100, description="earlier rounds shown with their per-token breakdown (all rounds show totals)"
+    )
+    conversation: Literal["per_map", "per_ask"] = Field(
+        "per_map", description="per_map (the reference's): one conversation per map across rounds, each ask adds "
+        "what is new; per_ask: a fresh prompt with the whole history summarised at every ask",
     )
 
 
@@ -40,7 +44,13 @@ class XentParams(Strict):
         "heuristic-bot", description="the roster name that plays a game's @opponent roles (e.g. white in a zero-sum game)"
     )
     games: list[str] = Field(
-        min_length=1, description="game names from pipeline/xent/games (e.g. condense) or paths to .xgl files"
+        default_factory=list,
+        description="game names from pipeline/xent/games (e.g. condense) or paths to .xgl files",
+    )
+    map_set: str | None = Field(
+        None,
+        description="a directory written by `python -m pipeline xent maps import FILE.json --out DIR`: its maps "
+        "(the reference's built benchmark) are played as they are, beside the maps built for `games`",
     )
     maps_per_game: int = Field(2, ge=1, le=10000, description="maps (map seeds) per game")
     seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
@@ -60,6 +70,13 @@ class XentParams(Strict):
     )
     replies: ReplyParams = Field(default_factory=ReplyParams, description="reply token cap and history detail")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
+
+
+    @model_validator(mode="after")
+    def _something_to_play(self) -> XentParams:
+        if not self.games and not self.map_set:
+            raise ValueError("give at least one game under `games` or an imported `map_set` directory")
+        return self
 
 
 def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:

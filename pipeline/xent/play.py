@@ -12,15 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
+from pipeline.core.io import seed_from
 from pipeline.core.players import MoveRequest, Player
 from pipeline.xent.games import Game
-from pipeline.xent.prompts import MOVE_CLOSE, PROMPT_VERSION, elicit_messages, extract_move
+from pipeline.xent.prompts import (
+    MOVE_CLOSE,
+    PROMPT_VERSION,
+    drop_think,
+    elicit_messages,
+    extract_move,
+    followup_message,
+)
 from pipeline.xent.runtime import ElicitRequest, JudgeLike, MoveOutcome, RoundResult, StoryProvider, run_round
 from pipeline.xent.xgl import Program
 
@@ -31,6 +40,7 @@ log = logging.getLogger(__name__)
 class PlaySettings:
     reply_max_tokens: int = 24
     detail_rounds: int = 2
+    conversation: str = "per_map"  # the reference's: one conversation per map; or "per_ask"
 
 
 @dataclass
@@ -49,6 +59,23 @@ class PlayerSeat:
         self.context = context
         self.settings = settings
         self.reminder = False  # the last reply had no <move> tag
+        self.conversation: list[dict[str, str]] = []  # per_map: every turn on this map so far
+        self.rounds_seen = 0  # rounds whose results the conversation already holds
+        self.shown: dict[str, str] = {}  # registers as last shown
+
+    def messages(self, request: ElicitRequest) -> list[dict[str, str]]:
+        """per_map (the reference's): one growing conversation; per_ask: a fresh prompt each time."""
+        ctx = self.context
+        roles = (request.role,)
+        if self.settings.conversation == "per_ask" or not self.conversation:
+            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history, roles,
+                                       self.settings.detail_rounds, reminder=self.reminder)
+        else:
+            messages = [*self.conversation, followup_message(request, ctx.history, self.rounds_seen, roles,
+                                                             self.shown, self.reminder)]
+        self.rounds_seen = len(ctx.history)
+        self.shown = dict(request.visible)
+        return messages
 
     async def ask(self, request: ElicitRequest) -> MoveOutcome:
         ctx = self.context
@@ -59,8 +86,7 @@ class PlayerSeat:
             "failed": list(request.failed), "round": ctx.round, "history": own_history(ctx.history, request.role),
             "events": list(request.events),
         }
-        messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history,
-                                   (request.role,), self.settings.detail_rounds, reminder=self.reminder)
+        messages = self.messages(request)
         reply = await self.player.act(MoveRequest(
             messages=messages, key=key, kind="xent_move",
             max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=(MOVE_CLOSE,),
@@ -71,6 +97,8 @@ class PlayerSeat:
             move = reply.text.strip()  # bots answer with the bare move
         # the reference: an untagged reply is the move itself, and the next ask carries a reminder
         self.reminder = not tagged and not self.player.is_bot
+        if self.settings.conversation == "per_map":  # the reply joins the map's conversation
+            self.conversation = [*messages, {"role": "assistant", "content": drop_think(reply.text)}]
         return MoveOutcome(move, reply.text, 1, tagged or self.player.is_bot, reply.tokens_in, reply.tokens_out)
 
 
@@ -110,15 +138,26 @@ async def play_map(game: Game, program: Program, map_id: str, players: Mapping[s
     """`rounds` passes through `program`; `players` maps every elicited role to its player."""
     context = MapContext(game, map_id)
     seats = {role: PlayerSeat(player, context, settings) for role, player in players.items()}
+    rng = map_rng(program, map_id)
     for number in range(1, rounds + 1):
         context.round = number
-        result = await run_round(program, seats, judge, stories)
+        result = await run_round(program, seats, judge, stories, rng)
         summary = round_summary(number, result, game.self_roles)
         context.history.append(summary)
         total = summary["total_bits"]
         shown = f"{total:+.2f} bits" if total is not None else f"error: {summary['error']}"
         print(f"xent {game.name} map {map_id} round {number}: {shown}", file=sys.stderr)
     return {"map_id": map_id, "rounds": context.history}
+
+
+def map_rng(program: Program, map_id: str) -> random.Random:
+    """sample() and shuffle()'s generator for one map, shared by its rounds.
+
+    An imported map seeds it with the reference's full seed string (its `# @rng_seed:` line), as
+    the reference seeds its judge's generator; our maps with a content seed from the map id.
+    """
+    seed = program.meta.get("rng_seed")
+    return random.Random(seed if seed is not None else seed_from("xent-map-rng", map_id))
 
 
 def judge_stories(judge: Any, base: str) -> StoryProvider:

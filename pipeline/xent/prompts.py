@@ -8,7 +8,7 @@ from typing import Any
 
 from pipeline.xent.runtime import ElicitRequest
 
-PROMPT_VERSION = 2  # 2: the reference's move rule (untagged reply = move) and reminder
+PROMPT_VERSION = 3  # 2: the reference's move rule and reminder; 3: one conversation per map
 
 RULES = (
     "You are playing a cross-entropy game (a Xent game) written in XGL. A judge language model "
@@ -27,6 +27,11 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _MOVE = re.compile(r"<move>(.*?)</move>", re.DOTALL)
 MOVE_CLOSE = "</move>"
 MISSING_TAG_REMINDER = "No move found: give your move between <move> and </move> tags."
+
+
+def drop_think(reply: str) -> str:
+    """The reply without its closed <think> blocks (what the reference keeps in the conversation)."""
+    return _THINK.sub("", reply)
 
 
 def extract_move(reply: str, *, stopped_at_close: bool = False) -> tuple[str, bool]:
@@ -105,3 +110,30 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
         "\n".join(ask),
     ])
     return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
+
+
+def followup_message(request: ElicitRequest, history: Sequence[Mapping[str, Any]], rounds_seen: int,
+                     role_set: Sequence[str], shown: Mapping[str, str], reminder: bool) -> dict[str, str]:
+    """The next user turn of a map's one conversation: only what is new since the last ask.
+
+    New rounds' results (the latest with its per-token breakdown), registers that changed, the
+    conditions the last move broke, the tag reminder, then the ask.
+    """
+    parts: list[str] = []
+    new_rounds = list(history[rounds_seen:])
+    if new_rounds:
+        lines = history_lines(new_rounds, role_set, detail_rounds=1)
+        parts.append(_block("Result", lines))
+    changed = [f"{name} = {value!r}" for name, value in request.visible.items() if shown.get(name) != value]
+    if changed:
+        parts.append(_block("What you can see now", changed))
+    ask = []
+    if request.failed:
+        ask.append("Your last move broke the rule(s): " + "; ".join(request.failed) + ". Try a different move.")
+    if reminder:
+        ask.append(MISSING_TAG_REMINDER)
+    round_word = f"Round {len(history) + 1}. " if new_rounds else ""
+    ask.append(f"{round_word}You play {request.role}. Give your move for register {request.register} "
+               f"(at most {request.max_tokens} tokens) inside <move></move> tags.")
+    parts.append("\n".join(ask))
+    return {"role": "user", "content": "\n\n".join(parts)}

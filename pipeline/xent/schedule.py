@@ -16,6 +16,7 @@ from pipeline.core.roster import ModelsParams
 from pipeline.xent.config import XentParams
 from pipeline.xent.games import Game, load_game
 from pipeline.xent.maps import MapSpec, map_id_for
+from pipeline.xent.mapset import load_map_set
 from pipeline.xent.prompts import PROMPT_VERSION
 from pipeline.xent.xgl import ParseError
 
@@ -64,6 +65,14 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
                                   f"(known: {', '.join(sorted(known))})")
     games: dict[str, Game] = {}
     refs: dict[str, str] = {}
+    imported: dict[str, tuple[MapSpec, ...]] = {}
+    if params.map_set:
+        mapset = load_map_set(params.map_set, source)
+        for name, game in mapset.games.items():
+            games[name] = game
+            refs[name] = str(mapset.root / "games" / f"{name}.xgl")
+            imported[name] = tuple(MapSpec(name, m.map_seed, m.map_id, str(mapset.root / m.path))
+                                   for m in mapset.maps[name])
     for ref in params.games:
         try:
             game = load_game(ref)
@@ -74,8 +83,8 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         games[game.name] = game
         refs[game.name] = ref
     maps = {
-        name: tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
-                    for k in range(params.maps_per_game))
+        name: imported.get(name) or tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
+                                          for k in range(params.maps_per_game))
         for name, game in games.items()
     }
     jobs = []

@@ -35,6 +35,8 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
+    if all(spec.imported for spec in schedule.maps[game]):  # an imported map set: copied, no judge needed
+        return build_maps(schedule.refs[game], list(schedule.maps[game]), None, out)
     judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
     if judge_cache and hasattr(judge, "cache"):
         judge.cache.directory = Path(judge_cache)  # stories sampled once per game and seed, kept on disk
@@ -58,7 +60,8 @@ def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, 
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
-    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds)
+    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds,
+                            conversation=params.replies.conversation)
     opponent = players[job.opponent] if job.opponent else None
     records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
     record = job_record(game, job_id, players[job.player], opponent, judge, job.rounds, records,
