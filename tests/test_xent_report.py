@@ -83,3 +83,14 @@ def test_scores_table_validates(tmp_path: Path) -> None:
     scores = score_table(rounds_from(ROWS))
     write_table(tmp_path / "scores.parquet", scores, ScoresSchema, sort_by=["game", "map_id", "model"])
     assert read_table(tmp_path / "scores.parquet", ScoresSchema).height == scores.height
+
+
+def test_a_voided_map_ranks_its_player_last_in_the_rating_events() -> None:
+    from pipeline.xent.report import map_table, rating_events
+
+    rounds = rounds_from(ROWS)
+    scores = score_table(rounds)
+    events = {tuple(sorted(e.ranks.items())) for e in rating_events(scores)}
+    assert (("alpha", 1), ("beta", 2)) in events  # m3: beta's 9.0 came with an errored round
+    maps = {r["map_id"]: r for r in map_table(rounds, scores).iter_rows(named=True)}
+    assert maps["m3"]["best_model"] == "alpha" and maps["m3"]["best_score"] == 3.0

@@ -113,7 +113,7 @@ def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
         .alias("improved")
     ).group_by(["game", "map_id"]).agg(pl.col("improved").any().alias("improved_after_round_1"))
     best = (
-        scores.filter(pl.col("map_score").is_not_null())
+        scores.filter(pl.col("map_score").is_not_null() & ~pl.col("voided"))  # a voided score is no map's best
         .sort(["map_score", "model"], descending=[True, False])
         .group_by(["game", "map_id"], maintain_order=True)
         .agg(pl.col("map_score").first().alias("best_score"), pl.col("model").first().alias("best_model"))
@@ -128,12 +128,13 @@ def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
 
 
 def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
-    """Per map, players ranked by map score (equal scores tie; no finished round ranks last)."""
+    """Per map, players ranked by map score (equal scores tie; a voided map ranks its player last)."""
     events = []
     for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
         if group.height < 2:
             continue
-        values = {m: (s if s is not None else -math.inf) for m, s in zip(group["model"], group["map_score"])}
+        values = {m: (s if s is not None and not void else -math.inf)
+                  for m, s, void in zip(group["model"], group["map_score"], group["voided"])}
         ordered = sorted(set(values.values()), reverse=True)
         events.append(FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()}))
     return events
