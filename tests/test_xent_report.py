@@ -94,3 +94,14 @@ def test_a_voided_map_ranks_its_player_last_in_the_rating_events() -> None:
     assert (("alpha", 1), ("beta", 2)) in events  # m3: beta's 9.0 came with an errored round
     maps = {r["map_id"]: r for r in map_table(rounds, scores).iter_rows(named=True)}
     assert maps["m3"]["best_model"] == "alpha" and maps["m3"]["best_score"] == 3.0
+
+
+def test_metrics_do_not_move_with_judge_noise_below_the_reported_precision() -> None:
+    """Another machine's judge differs by ~1e-4 bits (bench/xent_judge_loop.py): same metrics.json."""
+    ratings = pl.DataFrame({"player": [], "mu": [], "sigma": [], "mu_lo": [], "mu_hi": [], "rank": [], "rank_lo": [],
+                            "rank_hi": []})
+    base = metrics_dict(score_table(rounds_from(ROWS)), ratings, pl.DataFrame())
+    for k, sign in enumerate((1, -1, 1)):
+        # a best of exactly 0 stays 0 (near 0, |best| amplifies any noise: docs/xent.md)
+        noisy = [(g, m, p, r, t if not t else t + sign * 1e-4 * ((k + r) % 3 - 1), e) for g, m, p, r, t, e in ROWS]
+        assert metrics_dict(score_table(rounds_from(noisy)), ratings, pl.DataFrame()) == base
