@@ -122,6 +122,15 @@ def reference_bits(judge: Judge, string: str, prefix: str, bos: bool = True) -> 
     return [-float(log_probs[start + j - 1, string_ids[j]]) / math.log(2) for j in range(1, len(string_ids))]
 
 
+def reference_mode_bits(judge: Judge, string: str, prefix: str) -> list[float]:
+    """The reference's Judge.xent by hand: tokenizer(prefix) + tokenizer(string), one forward."""
+    prefix_ids = judge.tokenizer(prefix)["input_ids"]
+    ids = prefix_ids + judge.tokenizer(string)["input_ids"]
+    with torch.inference_mode():
+        log_probs = torch.log_softmax(judge.model(input_ids=torch.tensor([ids])).logits[0].float(), dim=-1)
+    return [-float(log_probs[j - 1, ids[j]]) / math.log(2) for j in range(len(prefix_ids) + 1, len(ids))]
+
+
 MIXED = [  # (string, prefix): 0 to 19 string tokens, non-ASCII, merges, a repeat; all fit CONTEXT
     ("", ""), ("q", "a"), ("hello there", ""), ("hello there", "greeting: "), ("xyxyxyxy", "y"),
     ("ab ab abc", "cab"), ("  spaced  out ", "é"), ("naïve café 字", "words: "),
@@ -323,8 +332,9 @@ def test_gemma_judge_batched_matches_single_and_full_logits(gemma: Judge) -> Non
     for (string, prefix), batched in zip(pairs, together):
         gemma.cache = ScoreCache()
         assert list(gemma.xent(string, prefix).bits) == pytest.approx(list(batched.bits), abs=1e-3)
-    assert list(together[1].bits) == pytest.approx(reference_bits(gemma, *pairs[1]), abs=1e-3)
-    assert together[0].tokens[0] == " cat" and "".join(together[0].tokens) == pairs[0][0][3:]
+    # the reference's scoring: each side with gemma's BOS, only the string's BOS unscored
+    assert list(together[1].bits) == pytest.approx(reference_mode_bits(gemma, *pairs[1]), abs=1e-3)
+    assert together[0].tokens[0] == "The" and "".join(together[0].tokens) == pairs[0][0]
     assert all(b == 0.0 for b in gemma.xed(pairs[0][0], "").bits)
     assert gemma.xed(*pairs[1]).total > 0  # the prefix helps
     fp = together[0].judge
@@ -336,7 +346,7 @@ def test_gemma_judge_batched_matches_single_and_full_logits(gemma: Judge) -> Non
 def test_gemma_cli_and_story(gemma: Judge, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "score", "--text", "Once upon a time", "--prefix", "Fairy tale:", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["tokens"] == [" upon", " a", " time"] and len(out["xent_bits"]) == 3
+    assert out["tokens"] == ["Once", " upon", " a", " time"] and len(out["xent_bits"]) == 4
     assert out["judge"]["model_id"] == "gemma-3-270m"
     story = gemma.story("map-1", n_tokens=10)
     assert story == gemma.stories(["map-1"], n_tokens=10)[0] and 0 < gemma.count_tokens(story) <= 10
