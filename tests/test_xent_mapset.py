@@ -99,3 +99,16 @@ def test_a_map_set_plays_through_the_stages_with_seeds_and_token_usage(tmp_path:
 def test_a_missing_map_set_is_a_params_error_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ParamsError, match="map_set: .* has no mapset.json; create it with `python -m pipeline xent maps import"):
         load_map_set(tmp_path / "nowhere")
+
+
+def test_xent_play_runs_an_imported_map_with_its_games_presentation(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import_benchmark(SAMPLE, tmp_path / "sample")
+    program = tmp_path / "sample" / "alethiometer" / "gameAlethiometer_map1.xgl"
+    assert main(["xent", "play", str(program), "--player", "bot:heuristic", "--judge", "word", "--rounds", "2",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["game"] == "alethiometer" and len(out["rounds"]) == 2
+    moves = [m["move"] for r in out["rounds"] for m in r["moves"]]
+    symbols = set(load_program(program).source.split("assign(s1='")[1].split("'")[0].split(" "))
+    assert all(set(move.split(" ")) <= symbols for move in moves)  # the heuristic bot keeps to the symbols

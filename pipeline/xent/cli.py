@@ -60,7 +60,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     library = program.meta.get("game")
-    if library and (GAMES_DIR / f"{library}.xgl").exists():  # a built map: show the game's own code
+    imported = Path(args.program).resolve().parent.parent / "games" / f"{library}.xgl"
+    if library and program.meta.get("reference_game") and imported.exists():
+        game = load_game(str(imported))  # a map of an imported set: its game's code and our presentation
+    elif library and (GAMES_DIR / f"{library}.xgl").exists():  # a built map: show the game's own code
         game = replace(game, shown_code=load_game(library).source)
     models = load_models(args.models)
     entry, models = _player_entry(args.player, models)
