@@ -143,7 +143,8 @@ def main() -> int:
         print("error: --device cuda but torch sees no GPU", file=sys.stderr)
         return 2
     load_before = load_average()
-    judge = load_judge(args.judge, device=args.device, dtype=args.dtype)
+    # the baseline below builds BOS + prefix + story: the bos_once scoring (the batching is the same in every mode)
+    judge = load_judge(args.judge, device=args.device, dtype=args.dtype, scoring="bos_once")
     if args.batch_tokens:
         judge.max_batch_tokens = args.batch_tokens
     pairs = make_pairs(judge, args.pairs, args.seed)

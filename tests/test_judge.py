@@ -95,28 +95,40 @@ def gemma_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: PreTrainedTok
 
 @pytest.fixture(scope="module")
 def fixed(fixed_dir: Path) -> Judge:
-    return Judge(fixed_dir)
+    return Judge(fixed_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
 @pytest.fixture(scope="module")
 def small(gpt2_dir: Path) -> Judge:
-    return Judge(gpt2_dir)
+    return Judge(gpt2_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
 @pytest.fixture(scope="module")
 def gemma_tiny(gemma_dir: Path) -> Judge:
-    return Judge(gemma_dir)
+    return Judge(gemma_dir, scoring="bos_once")  # the definition these tests pin; test_judge_scoring.py has the others
 
 
-def reference_bits(judge: Judge, string: str, prefix: str) -> list[float]:
-    """Straight from the definition: one full forward pass over BOS + ids(prefix) + ids(string)."""
-    prefix_ids = [judge.tokenizer.bos_token_id] + judge.encode(prefix)
+def reference_bits(judge: Judge, string: str, prefix: str, bos: bool = True) -> list[float]:
+    """Straight from the definition: one full forward pass over BOS + ids(prefix) + ids(string).
+
+    `bos=False`: no BOS, which is the default "reference" scoring for this tokenizer (it adds none).
+    """
+    prefix_ids = [judge.tokenizer.bos_token_id] * bos + judge.encode(prefix)
     string_ids = judge.encode(string)
     ids = torch.tensor([prefix_ids + string_ids])
     with torch.inference_mode():
         log_probs = torch.log_softmax(judge.model(input_ids=ids).logits[0].float(), dim=-1)
     start = len(prefix_ids)
     return [-float(log_probs[start + j - 1, string_ids[j]]) / math.log(2) for j in range(1, len(string_ids))]
+
+
+def reference_mode_bits(judge: Judge, string: str, prefix: str) -> list[float]:
+    """The reference's Judge.xent by hand: tokenizer(prefix) + tokenizer(string), one forward."""
+    prefix_ids = judge.tokenizer(prefix)["input_ids"]
+    ids = prefix_ids + judge.tokenizer(string)["input_ids"]
+    with torch.inference_mode():
+        log_probs = torch.log_softmax(judge.model(input_ids=torch.tensor([ids])).logits[0].float(), dim=-1)
+    return [-float(log_probs[j - 1, ids[j]]) / math.log(2) for j in range(len(prefix_ids) + 1, len(ids))]
 
 
 MIXED = [  # (string, prefix): 0 to 19 string tokens, non-ASCII, merges, a repeat; all fit CONTEXT
@@ -242,7 +254,10 @@ def test_disk_cache_is_keyed_by_fingerprint_and_survives_a_new_judge(gpt2_dir: P
     other_model.xent("hello there", "greeting: ")
     assert other_model.forward_passes == 1  # another fingerprint, another key
     fp = score.judge.as_dict()
-    assert set(fp) == {"model_id", "weights_sha256", "dtype", "device"}
+    assert set(fp) == {"model_id", "weights_sha256", "dtype", "device", "scoring"} and fp["scoring"] == "reference"
+    clipped = Judge(gpt2_dir, cache_dir=tmp_path / "scores", clip_logprobs=True)
+    clipped.xent("hello there", "greeting: ")
+    assert clipped.forward_passes == 1  # the scoring options are part of the key
     assert fp["dtype"] == "float32" and fp["device"] == "cpu" and len(fp["weights_sha256"]) == 64
 
 
@@ -292,7 +307,7 @@ def test_cli_prints_scored_tokens_and_the_judge(gpt2_dir: Path, capsys: pytest.C
     out = json.loads(capsys.readouterr().out)
     judge = load_judge("tiny-gpt2-for-cli")
     assert out["tokens"] == list("ello there")  # all but the first token of TEXT
-    assert out["xent_bits"] == pytest.approx(reference_bits(judge, "hello there", "greeting: "), abs=1e-4)
+    assert out["xent_bits"] == pytest.approx(reference_bits(judge, "hello there", "greeting: ", bos=False), abs=1e-4)
     assert out["total_bits"] == pytest.approx(sum(out["xent_bits"]))
     assert out["judge"]["model_id"] == "tiny-gpt2-for-cli" and out["judge"]["device"] == "cpu"
     assert main(["judge", "score", "--text", "y" * 40, "--judge", str(gpt2_dir)]) == 2
@@ -317,8 +332,9 @@ def test_gemma_judge_batched_matches_single_and_full_logits(gemma: Judge) -> Non
     for (string, prefix), batched in zip(pairs, together):
         gemma.cache = ScoreCache()
         assert list(gemma.xent(string, prefix).bits) == pytest.approx(list(batched.bits), abs=1e-3)
-    assert list(together[1].bits) == pytest.approx(reference_bits(gemma, *pairs[1]), abs=1e-3)
-    assert together[0].tokens[0] == " cat" and "".join(together[0].tokens) == pairs[0][0][3:]
+    # the reference's scoring: each side with gemma's BOS, only the string's BOS unscored
+    assert list(together[1].bits) == pytest.approx(reference_mode_bits(gemma, *pairs[1]), abs=1e-3)
+    assert together[0].tokens[0] == "The" and "".join(together[0].tokens) == pairs[0][0]
     assert all(b == 0.0 for b in gemma.xed(pairs[0][0], "").bits)
     assert gemma.xed(*pairs[1]).total > 0  # the prefix helps
     fp = together[0].judge
@@ -330,7 +346,7 @@ def test_gemma_judge_batched_matches_single_and_full_logits(gemma: Judge) -> Non
 def test_gemma_cli_and_story(gemma: Judge, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "score", "--text", "Once upon a time", "--prefix", "Fairy tale:", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["tokens"] == [" upon", " a", " time"] and len(out["xent_bits"]) == 3
+    assert out["tokens"] == ["Once", " upon", " a", " time"] and len(out["xent_bits"]) == 4
     assert out["judge"]["model_id"] == "gemma-3-270m"
     story = gemma.story("map-1", n_tokens=10)
     assert story == gemma.stories(["map-1"], n_tokens=10)[0] and 0 < gemma.count_tokens(story) <= 10

@@ -47,8 +47,9 @@ def players(tmp_path: Path, *names: str):
         ("<move>a b</move>", "a b"),
         ("<move>first</move> then <move>second</move>", "second"),
         ("<think>maybe <move>no</move></think><move>yes</move>", "yes"),
-        ("<think>unfinished thought <move>x</move>", None),
-        ("text <MOVE> open to the end", "open to the end"),
+        ("<think>unfinished thought <move>x</move>", "x"),  # only closed <think> blocks are dropped
+        ("text <MOVE>upper case</MOVE>", None),  # the tag is case-sensitive
+        ("<move> spaced </move>", " spaced "),  # the move is not stripped
         ("no tag at all", None),
         ("<move></move>", ""),
     ],
@@ -65,24 +66,31 @@ def test_scripted_player_improves_over_rounds_on_condense(tmp_path: Path, fake_p
     record = asyncio.run(play_map(game, program, "m1", {"black": found["scripted"]}, WordJudge(), 3, PlaySettings()))
     totals = [r["total_bits"] for r in record["rounds"]]
     assert totals == pytest.approx([0.0, 1.5, 4.5])  # strictly better every round
-    # what the model saw before round 3: the game code, what it can see, its history with tokens
-    prompt = fake_provider.calls[2]["messages"][-1]["content"]
-    assert "reward(xed(s | x1))" in prompt and "## Code" in prompt
-    assert "Round 2: total" in prompt and "your move x = 'balls'" in prompt and "per token:" in prompt
-    assert "the dog chased a red ball" in prompt  # black is omniscient: it sees the story
+    # one conversation per map (the reference's): round 3's request holds every earlier turn
+    messages = fake_provider.calls[2]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    first, last = messages[1]["content"], messages[-1]["content"]
+    assert "reward(xed(s | x1))" in first and "## Code" in first
+    assert "the dog chased a red ball" in first  # black is omniscient: it sees the story
+    assert messages[4]["content"] == "<move>balls</move>"
+    assert "Round 2: total" in last and "your move x = 'balls'" in last and "per token:" in last
+    assert "Round 1" not in last and "## Code" not in last  # only what is new since the last ask
     assert [m["move"] for r in record["rounds"] for m in r["moves"]] == ["zebra", "balls", "dogs chasing balls gardens"]
 
 
-def test_missing_move_tag_reprompts_once_then_plays_an_empty_move(tmp_path: Path, fake_provider) -> None:
-    fake_provider.script = ["I think dogs", "still no tag", "nothing", "<move>dogs</move>"]
+def test_a_reply_without_a_move_tag_is_the_move_and_the_next_ask_reminds(tmp_path: Path, fake_provider) -> None:
+    fake_provider.script = ["I think dogs", "<move>dogs</move>"]
     found, _ = players(tmp_path, "scripted")
     record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
                                   {"black": found["scripted"]}, WordJudge(), 2, PlaySettings()))
     first, second = (r["moves"][0] for r in record["rounds"])
-    assert (first["move"], first["attempts"], first["reply"]) == ("", 2, "still no tag")
-    assert (second["move"], second["attempts"]) == ("dogs", 2)
-    assert "no <move>...</move> tag" in fake_provider.calls[1]["messages"][-1]["content"]
-    assert len(fake_provider.calls) == 4
+    # the reference's rule: the whole reply is the move (never an empty move worth 0.00 bits)
+    assert (first["move"], first["attempts"], first["tagged"]) == ("I think dogs", 1, False)
+    assert (second["move"], second["tagged"]) == ("dogs", True)
+    assert "<move>" in fake_provider.calls[1]["messages"][-1]["content"]
+    assert "No move found" in fake_provider.calls[1]["messages"][-1]["content"]
+    assert "No move found" not in fake_provider.calls[0]["messages"][-1]["content"]
+    assert len(fake_provider.calls) == 2
 
 
 def test_model_player_moves_are_cut_to_the_elicit_max_tokens(tmp_path: Path, fake_provider) -> None:
@@ -109,7 +117,7 @@ def test_every_library_game_builds_a_map_and_runs_rounds_with_bots(name: str, tm
             assert len(record["rounds"]) == 2
             for rnd in record["rounds"]:
                 if rnd["error"] is not None:  # random filler words can keep breaking a rule: a legal outcome
-                    assert me == "random-bot" and "ensure failed 10 times" in rnd["error"]
+                    assert me == "random-bot" and "ensure failed 11 times" in rnd["error"]
                     assert rnd["total_bits"] is None
                     continue
                 assert rnd["moves"] and all(m["role"] in game.seats for m in rnd["moves"])
@@ -173,7 +181,7 @@ def test_cli_exit_codes_for_a_parse_error_and_an_unfinished_game(tmp_path: Path,
     stuck = tmp_path / "stuck.xgl"
     stuck.write_text("elicit(x, 5)\nensure(num_words(x) > 100)\nreward(xent(x))\n")
     assert main(["xent", "play", str(stuck), "--player", "bot:random", "--rounds", "1", "--judge", "word"]) == 1
-    assert "ensure failed 10 times" in capsys.readouterr().err
+    assert "ensure failed 11 times" in capsys.readouterr().err
 
 
 def test_opponent_plays_the_marked_role_and_only_self_rewards_count(tmp_path: Path) -> None:

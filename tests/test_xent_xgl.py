@@ -61,15 +61,16 @@ def test_remove_common_words_whole_words_case_and_punctuation() -> None:
     assert remove_common_words("The cat sat", "the dog") == "cat sat"  # case-insensitive
     assert remove_common_words("cats scatter", "cat") == "cats scatter"  # whole words only
     assert remove_common_words("Dog, cat! bird.", "DOG bird") == ", cat! ."  # punctuation splits words
-    assert remove_common_words("rain-coat", "coat.") == "rain-"
+    assert remove_common_words("rain-coat", "coat.") == "rain-coat"  # its word is "raincoat", not "coat"
     assert remove_common_words("anything", "") == "anything"
     assert remove_common_words("", "words") == ""
 
 
 def test_word_predicates() -> None:
-    assert num_words("Hello, world! it's") == 4
-    assert only_uses_words("a b c", "B a") and not only_uses_words("a b", "a d")
-    assert only_uses_chars("abc", "cab ba") and not only_uses_chars("abc", "abd")
+    assert num_words("Hello, world! it's") == 3  # distinct words: hello, world, its
+    assert only_uses_words("a b c", "b a") and not only_uses_words("a b c", "B a")  # case-sensitive
+    assert not only_uses_words("a b", "a d")
+    assert only_uses_chars("abc ", "cab ba") and not only_uses_chars("abc", "cab ba")  # space must be listed
 
 
 # -- parsing -----------------------------------------------------------------------------------
@@ -83,16 +84,16 @@ def test_a_program_over_64_lines_is_refused_and_64_is_fine() -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ('assign(x=__import__("os").system("id"))', "calls only to functions XGL knows"),
+        ('assign(x=__import__("os").system("id"))', "only the methods join, split can be called"),
         ("assign(x=s.__class__)", "Attribute is not allowed"),
         ("assign(x=(lambda: 1)())", "calls only to functions"),
-        ("assign(x=[c for c in s])", "ListComp is not allowed"),
-        ('assign(x="a" * 10**9)', "operator Mult is not allowed"),
+        ("assign(l=[c for c in l for d in l])", "exactly one `for`"),
+        ("assign(x=s @ t)", "operator MatMult is not allowed"),
         ("assign(x=2 ** 10 ** 10)", "operator Pow is not allowed"),
         ("assign(x=999999999999)", "integer literals are at most"),
         ("assign(x=open)", "'open' is an unknown name"),
         ("assign(x=eval(s))", "calls only to functions"),
-        ("assign(x=s[0])", "only a list register can be indexed"),
+        ("assign(x=s[::2])", "no step"),
         ("import os", "not a valid instruction"),
         ("x = 1", "not a valid instruction"),
         ("print(s)", "expected an instruction call"),
@@ -103,7 +104,7 @@ def test_a_program_over_64_lines_is_refused_and_64_is_fine() -> None:
         ("reward(xed(s | x), xent(s))", "exactly one value"),
         ("beacon(flag_3)", "expected beacon(flag_1) or beacon(flag_2)"),
         ("replay(flag_1, 5000)", "an integer 0-1000"),
-        ('assign(x=xent(s, prefix="a"))', "takes no keyword arguments"),
+        ('assign(x=xent(s, prefix="a"))', "take no keyword arguments"),
         ("assign(x=f'{s}')", "JoinedStr is not allowed"),
         ("assign(x=b'bytes')", "a bytes literal is not allowed"),
         ("assign(x=(y := s))", "NamedExpr is not allowed"),
@@ -172,7 +173,8 @@ def test_measures_xent_nex_xed_dex_and_sums() -> None:
         "reward(xent(s) - xent(t + s) + xed(s, t))"
     )
     values = [r.total for r in result.rewards if r.role == "black"]
-    assert values == pytest.approx([4.0, -2.5, 1.5, -1.5, 4.0 - 4.0 + 1.5])
+    # xed(s, t): t is a pre-prompt of both sides (the reference's), so a bare s gains nothing
+    assert values == pytest.approx([4.0, -2.5, 1.5, -1.5, 4.0 - 4.0 + 0.0])
 
 
 def test_elicit_cuts_moves_to_max_tokens_and_defaults_to_black() -> None:
@@ -227,8 +229,8 @@ def test_ensure_reasks_with_the_failed_condition_then_accepts() -> None:
 def test_ensure_limit_ends_the_round_with_a_recorded_error() -> None:
     black = Script("never fits the rule")
     result = play("elicit(x, 10)\nensure(num_words(x) <= 1)\nreward(xent(x))", black=black)
-    assert len(black.requests) == ENSURE_LIMIT
-    assert result.error is not None and "ensure failed 10 times" in result.error
+    assert len(black.requests) == ENSURE_LIMIT + 1  # the reference re-asks 10 times, the 11th failure ends it
+    assert result.error is not None and "ensure failed 11 times" in result.error
     assert result.error_line == 2
     assert result.rewards == []
 

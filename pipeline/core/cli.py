@@ -10,7 +10,8 @@ import sys
 def _load(args: argparse.Namespace):  # -> Judge, imported lazily (torch is slow to import)
     from pipeline.core.judge import load_judge
 
-    return load_judge(args.judge, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir)
+    return load_judge(args.judge, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir,
+                      scoring=args.scoring, clip_logprobs=args.clip_logprobs)
 
 
 def _cmd_judge_score(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def _cmd_judge_score(args: argparse.Namespace) -> int:
     print(f"{'token':<{width}}  bits")
     for token, bits in zip(score.tokens, score.bits):
         print(f"{token!r:<{width}}  {bits:7.3f}")
-    print(f"{'total':<{width}}  {score.total:7.3f}  ({len(score.tokens)} scored tokens; the first token of the text is not scored)")
+    print(f"{'total':<{width}}  {score.total:7.3f}  ({len(score.tokens)} scored tokens, {score.judge.scoring} scoring)")
     if score.prefix_tokens_dropped:
         print(f"note: the prefix lost its first {score.prefix_tokens_dropped} tokens to fit the judge's context")
     fp = score.judge
@@ -58,6 +59,10 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
                         help="registered judge name or Hugging Face model directory (default: gemma-3-270m)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bfloat16 on cuda, float32 on cpu)")
+    parser.add_argument("--scoring", default="reference", choices=["reference", "include_first_token", "bos_once"],
+                        help="which tokens are scored (default: the reference implementation's; see docs/xent.md)")
+    parser.add_argument("--clip-logprobs", action="store_true",
+                        help="cap each token at log2(vocabulary size) bits (the reference's clip_logprobs)")
     parser.add_argument("--cache-dir", default=None, help="keep scores on disk here (default: memory only)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 

@@ -2,9 +2,19 @@
 
 Measures (spec: specs/xent.md, "Judge and measures"), all in bits:
 - `xent(s | x)`: per-token cross-entropy of the tokens of s after the prefix x. x and s are
-  tokenized separately (x after a BOS token, s with no special tokens) and their ids concatenated.
-  The first token of s is never scored, with or without a prefix, so `xent(s)` and `xent(s | x)`
-  cover the same tokens: a string of one token (or none) scores an empty list, total 0.
+  tokenized separately and their ids concatenated; which tokens are scored is the judge's
+  `scoring` option (the same for `xent(s)` and `xent(s | x)`, so they can be subtracted per token):
+  - "reference" (default, the reference implementation's): each side is tokenized the way the
+    tokenizer does by default, its special tokens included (a Gemma tokenizer puts a BOS before
+    the prefix *and* before the string); the string's first token is not scored. With a BOS
+    tokenizer that first token is the string's BOS, so every text token is scored; without one
+    (GPT-2, Qwen) the first text token is not scored and an empty prefix gives no context at all.
+  - "include_first_token" (the reference's `include_first_token=True`): one BOS (or EOS when the
+    tokenizer has no BOS), then both sides as above; every token of the string side is scored.
+  - "bos_once" (this project's earlier rule): one BOS, then prefix and string without special
+    tokens; the string's first text token is not scored.
+  `clip_logprobs` (the reference's option, off by default) caps each token at ln(vocabulary
+  size) nats, i.e. log2(vocabulary size) bits.
 - `xed(s | x) = xent(s) - xent(s | x)` per token; `nex = -xent`; `dex = -xed`.
 
 How it is fast: requests are deduplicated and looked up in the score cache, the rest sorted by
@@ -52,7 +62,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_JUDGE = "gemma-3-270m"
 # Part of every cache key: bump when what a score means changes (tokenization, scored tokens).
-SCORING_VERSION = 1
+SCORING_VERSION = 2  # 2: scoring modes (the reference's tokenization by default) and clipping
+SCORING_MODES = ("reference", "include_first_token", "bos_once")
 _LN2 = math.log(2.0)
 
 
@@ -68,6 +79,7 @@ class JudgeFingerprint:
     weights_sha256: str
     dtype: str
     device: str
+    scoring: str = "reference"  # which tokens are scored (SCORING_MODES), "+clip" when clipped
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -119,6 +131,7 @@ class _Encoded:
     prefix_ids: tuple[int, ...]
     string_ids: tuple[int, ...]
     dropped: int
+    skip: int = 1  # leading string tokens that are not scored
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -126,7 +139,16 @@ class _Encoded:
 
     @property
     def scored(self) -> int:
-        return max(len(self.string_ids) - 1, 0)
+        return max(len(self.string_ids) - self.skip, 0)
+
+    @property
+    def first_position(self) -> int:
+        """The position whose hidden state predicts the first scored token."""
+        return len(self.prefix_ids) + self.skip - 1
+
+    @property
+    def targets(self) -> tuple[int, ...]:
+        return self.string_ids[self.skip:]
 
     @property
     def model_length(self) -> int:
@@ -165,10 +187,16 @@ class Judge:
         cache_dir: str | os.PathLike[str] | None = None,
         max_batch_tokens: int | None = None,
         head_chunk_bytes: int | None = None,
+        scoring: str = "reference",
+        clip_logprobs: bool = False,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if scoring not in SCORING_MODES:
+            raise JudgeError(f"unknown scoring {scoring!r}; expected one of {', '.join(SCORING_MODES)}")
+        self.scoring = scoring
+        self.clip_logprobs = clip_logprobs
         self.path = Path(path)
         if not (self.path / "config.json").exists():
             raise JudgeError(f"{self.path}: not a Hugging Face model directory (no config.json)")
@@ -188,6 +216,7 @@ class Judge:
             weights_sha256=weights_sha256(self.path),
             dtype=dtype_name,
             device=device_label,
+            scoring=scoring + ("+clip" if clip_logprobs else ""),
         )
         config = self.model.config
         self.max_context = int(getattr(config, "max_position_embeddings", 0) or 2048)
@@ -207,6 +236,14 @@ class Judge:
         self.head_chunk_rows = max(1, chunk_bytes // (4 * self.vocab_size))
         bos = self.tokenizer.bos_token_id
         self._bos: tuple[int, ...] = (bos,) if isinstance(bos, int) else ()
+        eos = self.tokenizer.eos_token_id
+        # include_first_token starts with BOS, or EOS for a tokenizer without one (the reference's)
+        self._start: tuple[int, ...] = self._bos or ((eos,) if isinstance(eos, int) else ())
+        if scoring == "include_first_token" and not self._start:
+            raise JudgeError(f"{self.path}: include_first_token needs a BOS or EOS token; this tokenizer has neither")
+        self._special = frozenset(int(i) for i in self.tokenizer.all_special_ids)
+        # the reference's cap: ln(len(tokenizer)) nats per token
+        self.max_token_nats = math.log(len(self.tokenizer)) if clip_logprobs else None
         pad = self.tokenizer.pad_token_id
         self._pad = pad if isinstance(pad, int) else (self.tokenizer.eos_token_id or 0)
         self.cache = ScoreCache(cache_dir)
@@ -222,8 +259,14 @@ class Judge:
 
     # -- tokens ------------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text` with no special tokens (how a string is tokenized for scoring)."""
+        """Token ids of `text` with no special tokens (what first_n_tokens and friends count)."""
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+
+    def encode_side(self, text: str) -> list[int]:
+        """Token ids of one side (prefix or string) as the scoring mode tokenizes it."""
+        if self.scoring == "bos_once":
+            return self.encode(text)
+        return list(self.tokenizer(text)["input_ids"])  # the tokenizer's default: special tokens too
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
@@ -273,20 +316,38 @@ class Judge:
     def _encode_pair(self, string: str, prefix: str) -> _Encoded:
         if not isinstance(string, str) or not isinstance(prefix, str):
             raise JudgeError(f"string and prefix must be str, got {type(string).__name__} and {type(prefix).__name__}")
-        string_ids = tuple(self.encode(string))
-        prefix_ids = self._bos + tuple(self.encode(prefix))
+        if not string:  # nothing to score (the reference returns an empty list too)
+            return _Encoded(self._bos, (), 0)
+        string_ids = tuple(self.encode_side(string))
+        if self.scoring == "bos_once":
+            prefix_ids, skip = self._bos + tuple(self.encode(prefix)), 1
+        elif self.scoring == "reference":
+            prefix_ids, skip = tuple(self.encode_side(prefix)), 1
+        else:
+            prefix_ids, skip = self._start + tuple(self.encode_side(prefix)), 0
+        keep = 1 if prefix_ids and prefix_ids[0] in self._special else 0  # a leading BOS is never dropped
         room = self.max_context - len(string_ids)
-        if room < len(self._bos):
+        if room < keep or (skip == 0 and room < 1):
             raise JudgeError(
                 f"the string has {len(string_ids)} tokens and does not fit the judge's context of "
-                f"{self.max_context} tokens{' with its BOS token' if self._bos else ''}; cut it first "
+                f"{self.max_context} tokens{' with its BOS token' if keep else ''}; cut it first "
                 "(e.g. last_n_tokens)"
             )
         dropped = max(len(prefix_ids) - room, 0)
         if dropped:  # the oldest prefix tokens go; the BOS token stays
-            keep = len(self._bos)
             prefix_ids = prefix_ids[:keep] + prefix_ids[keep + dropped :]
-        return _Encoded(prefix_ids, string_ids, dropped)
+        return _Encoded(prefix_ids, string_ids, dropped, skip)
+
+    def _scored_texts(self, string: str, encoded: _Encoded) -> list[str]:
+        """The text of each scored token: special tokens show as "", text tokens as token_texts."""
+        texts = self.token_texts(string)
+        text_ids = self.encode(string)
+        ids = list(encoded.string_ids)
+        lead = next((k for k in range(len(ids) - len(text_ids) + 1) if ids[k : k + len(text_ids)] == text_ids), None)
+        if lead is None:  # the tokenizer changed the text's ids around its special tokens
+            return [self.tokenizer.decode([i]) for i in encoded.targets]
+        shown = [""] * lead + texts + [""] * (len(ids) - lead - len(text_ids))
+        return shown[encoded.skip:]
 
     # -- scoring -----------------------------------------------------------------------------
     def _key(self, string: str, prefix: str) -> str:
@@ -333,7 +394,7 @@ class Judge:
             nats = self._run([encoded for _, encoded in todo.values()])
             for (pair, (key, encoded)), values in zip(todo.items(), nats):
                 entry = {
-                    "tokens": self.token_texts(pair[0])[1:],
+                    "tokens": self._scored_texts(pair[0], encoded),
                     "bits": [v / _LN2 for v in values],
                     "dropped": encoded.dropped,
                 }
@@ -375,10 +436,10 @@ class Judge:
                 for b, row in enumerate(rows):
                     ids[b, : row.model_length] = torch.tensor(row.ids[: row.model_length], dtype=torch.long)
                     mask[b, : row.model_length] = 1
-                    start = len(row.prefix_ids)  # the hidden state at p predicts the token at p + 1
+                    start = row.first_position  # the hidden state at p predicts the token at p + 1
                     positions.extend(range(start, start + row.scored))
                     row_index.extend([b] * row.scored)
-                    targets.extend(row.string_ids[1:])
+                    targets.extend(row.targets)
                 ids, mask = ids.to(self.device), mask.to(self.device)
                 rows_t = torch.tensor(row_index, device=self.device)
                 pos_t = torch.tensor(positions, device=self.device)
@@ -391,6 +452,8 @@ class Judge:
                     logits = self.model(input_ids=ids, attention_mask=mask).logits
                     picked = logits[rows_t, pos_t].float()
                     nats = torch.logsumexp(picked, -1) - picked.gather(1, targets_t[:, None])[:, 0]
+                if self.max_token_nats is not None:
+                    nats = torch.clamp(nats, max=self.max_token_nats)
                 values = nats.cpu().tolist()
                 cursor = 0
                 for i, row in zip(batch, rows):
@@ -653,7 +716,7 @@ def _gemma_dir() -> Path:
 
 
 _LOCATORS: dict[str, Callable[[], str | os.PathLike[str]]] = {DEFAULT_JUDGE: _gemma_dir}
-_LOADED: dict[tuple[str, str | None, str | None], Judge] = {}
+_LOADED: dict[tuple[str, str | None, str | None, str, bool], Judge] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -674,14 +737,17 @@ def load_judge(
     device: str | None = None,
     dtype: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    scoring: str = "reference",
+    clip_logprobs: bool = False,
 ) -> Judge:
     """The process-wide judge for a registered name (`local/` prefix optional) or a model directory.
 
-    `cache_dir` turns on the on-disk score cache (the in-memory one is always on).
+    `cache_dir` turns on the on-disk score cache (the in-memory one is always on); `scoring` and
+    `clip_logprobs` are the Judge options (one loaded judge per combination).
     """
     name = (name or DEFAULT_JUDGE).removeprefix("local/")
     with _LOAD_LOCK:
-        key = (name, device, dtype)
+        key = (name, device, dtype, scoring, clip_logprobs)
         if key not in _LOADED:
             if name in _LOCATORS:
                 path, model_id = Path(_LOCATORS[name]()), name
@@ -692,7 +758,8 @@ def load_judge(
                     f"unknown judge {name!r}: expected a Hugging Face model directory or one of "
                     f"{', '.join(known_judges())}"
                 )
-            _LOADED[key] = Judge(path, model_id=model_id, device=device, dtype=dtype)
+            _LOADED[key] = Judge(path, model_id=model_id, device=device, dtype=dtype, scoring=scoring,
+                                 clip_logprobs=clip_logprobs)
         judge = _LOADED[key]
     if cache_dir is not None and judge.cache.directory != Path(cache_dir):
         judge.cache.directory = Path(cache_dir)

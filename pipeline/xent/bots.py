@@ -54,6 +54,24 @@ def _best_move(history: list[Mapping[str, Any]], register: str) -> tuple[str, fl
     return best
 
 
+_ONLY_USES_WORDS = re.compile(r"only_uses_words\((\w+)\s*,")
+
+
+def _allowed_words(state: Mapping[str, Any]) -> list[str]:
+    """The words of a register that a failed only_uses_words rule named, or that the best move kept to."""
+    visible = dict(state.get("visible", {}))
+    for condition in (str(c) for c in state.get("failed", [])):
+        found = _ONLY_USES_WORDS.search(condition)
+        if found and isinstance(visible.get(found.group(1)), str):
+            return [w for w in visible[found.group(1)].split(" ") if w]
+    best = _best_move(list(state.get("history", [])), str(state.get("register", "")))
+    for text in visible.values():  # a move that passed before used one register's words only
+        words = [w for w in str(text).split(" ") if w]
+        if best and best[0].split() and len(words) > 4 and set(best[0].split()) <= set(words):
+            return words
+    return []
+
+
 @register_bot("heuristic", game="xent")
 def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
     words_wanted = int(options.get("words", 5))
@@ -68,7 +86,10 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
                 start = rng.randrange(len(story))
                 return " ".join(story[start:start + rng.randint(1, 3)])
         pool = [_neighbour(w) for w in _content_words(visible)] or list(_FALLBACK)
-        if state.get("failed"):  # a rule refused the last move: use words from nowhere near the texts
+        allowed = _allowed_words(state)
+        if allowed:  # only_uses_words(register, ...) holds the move to that register's words
+            pool = allowed
+        if state.get("failed") and not allowed:  # a rule refused the last move: use words from nowhere near the texts
             pool = [w for w in _FALLBACK if w not in " ".join(visible).lower()] or list(_FALLBACK)
             return " ".join(rng.sample(pool, min(limit, len(pool))))
         best = _best_move(list(state.get("history", [])), str(state.get("register", "")))

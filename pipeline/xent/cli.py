@@ -12,15 +12,18 @@ DEFAULT_PARAMS = "params/xent.yaml"
 DEFAULT_MODELS = "params/models.yaml"
 
 
-def load_any_judge(name: str):  # -> Judge | WordJudge
-    """A judge by registered name or model directory; `word` is the model-free test judge."""
+def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False):  # -> Judge | WordJudge
+    """A judge by registered name or model directory; `word` is the model-free test judge.
+
+    `scoring` and `clip_logprobs` are the core Judge's options (the reference's defaults).
+    """
     if name == "word":
         from pipeline.xent.testing import WordJudge
 
         return WordJudge()
     from pipeline.core.judge import load_judge
 
-    return load_judge(name)
+    return load_judge(name, scoring=scoring, clip_logprobs=clip_logprobs)
 
 
 def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
@@ -57,7 +60,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     library = program.meta.get("game")
-    if library and (GAMES_DIR / f"{library}.xgl").exists():  # a built map: show the game's own code
+    imported = Path(args.program).resolve().parent.parent / "games" / f"{library}.xgl"
+    if library and program.meta.get("reference_game") and imported.exists():
+        game = load_game(str(imported))  # a map of an imported set: its game's code and our presentation
+    elif library and (GAMES_DIR / f"{library}.xgl").exists():  # a built map: show the game's own code
         game = replace(game, shown_code=load_game(library).source)
     models = load_models(args.models)
     entry, models = _player_entry(args.player, models)
@@ -131,6 +137,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_maps_import(args: argparse.Namespace) -> int:
+    from pipeline.xent.mapset import import_benchmark, load_map_set
+
+    import_benchmark(args.file, args.out)
+    mapset = load_map_set(args.out, source=args.out)
+    for game, maps in sorted(mapset.maps.items()):
+        print(f"{game:<16} {len(maps)} map(s): {', '.join(m.map_seed for m in maps)}")
+    print(f"imported {sum(len(m) for m in mapset.maps.values())} map(s) of {mapset.manifest['benchmark_id']} "
+          f"(judge {mapset.manifest['judge_model']}, {mapset.rounds} rounds) into {args.out}; "
+          f"play them with `map_set: {args.out}` in params/xent.yaml", file=sys.stderr)
+    return 0
+
+
 def _cmd_games(args: argparse.Namespace) -> int:
     from pipeline.xent.games import library_names, load_game
 
@@ -161,6 +180,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     play.add_argument("--max-tokens", type=int, default=24, help="token cap of a model's reply")
     play.add_argument("--json", action="store_true", help="print the rounds as JSON")
     play.set_defaults(func=_cmd_play)
+
+    maps = sub.add_parser("maps", help="map sets: import the reference's built benchmark")
+    maps_sub = maps.add_subparsers(dest="maps_command", metavar="ACTION", required=True)
+    imports = maps_sub.add_parser("import", help="write every map of a reference benchmark JSON as a playable program")
+    imports.add_argument("file", metavar="FILE.json", help="the reference's built (expanded) benchmark file")
+    imports.add_argument("--out", required=True, help="the map set directory to write (then `map_set: DIR` in params)")
+    imports.set_defaults(func=_cmd_maps_import)
 
     games = sub.add_parser("games", help="list the game library")
     games.set_defaults(func=_cmd_games)

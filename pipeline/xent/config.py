@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
@@ -15,6 +16,10 @@ class ReplyParams(Strict):
     max_tokens: int = Field(24, ge=4, le=4096, description="token cap of a model's reply (the move plus its tags)")
     detail_rounds: int = Field(
         2, ge=0, le=100, description="earlier rounds shown with their per-token breakdown (all rounds show totals)"
+    )
+    conversation: Literal["per_map", "per_ask"] = Field(
+        "per_map", description="per_map (the reference's): one conversation per map across rounds, each ask adds "
+        "what is new; per_ask: a fresh prompt with the whole history summarised at every ask",
     )
 
 
@@ -39,17 +44,39 @@ class XentParams(Strict):
         "heuristic-bot", description="the roster name that plays a game's @opponent roles (e.g. white in a zero-sum game)"
     )
     games: list[str] = Field(
-        min_length=1, description="game names from pipeline/xent/games (e.g. condense) or paths to .xgl files"
+        default_factory=list,
+        description="game names from pipeline/xent/games (e.g. condense) or paths to .xgl files",
+    )
+    map_set: str | None = Field(
+        None,
+        description="a directory written by `python -m pipeline xent maps import FILE.json --out DIR`: its maps "
+        "(the reference's built benchmark) are played as they are, beside the maps built for `games`",
     )
     maps_per_game: int = Field(2, ge=1, le=10000, description="maps (map seeds) per game")
     seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
     rounds: int = Field(3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20)")
     judge: str = Field("gemma-3-270m", description="the judge that scores moves during play (a registered name or a model directory)")
+    judge_scoring: Literal["reference", "include_first_token", "bos_once"] = Field(
+        "reference",
+        description="which tokens the judge scores: reference (the reference implementation's tokenization, each side "
+        "with the tokenizer's own BOS, the string's first token not scored), include_first_token (the reference's "
+        "option: every token of the string side), bos_once (one BOS, the first text token not scored)",
+    )
+    judge_clip_logprobs: bool = Field(
+        False, description="cap each token's xent at log2(vocabulary size) bits (the reference's clip_logprobs)"
+    )
     rescore_judges: list[str] = Field(
         default_factory=list, description="more judges that re-score every recorded move (the play judge always does)"
     )
     replies: ReplyParams = Field(default_factory=ReplyParams, description="reply token cap and history detail")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
+
+
+    @model_validator(mode="after")
+    def _something_to_play(self) -> XentParams:
+        if not self.games and not self.map_set:
+            raise ValueError("give at least one game under `games` or an imported `map_set` directory")
+        return self
 
 
 def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:

@@ -20,8 +20,9 @@ MAP_VERSION = 1
 @dataclass(frozen=True)
 class MapSpec:
     game: str
-    seed: int
+    seed: int | str  # ours: an integer; an imported map keeps the reference's map seed
     map_id: str
+    imported: str | None = None  # the map's program in an imported map set (copied, not built)
 
     def path(self, root: str | Path) -> Path:
         return Path(root) / self.game / f"{self.map_id}.xgl"
@@ -52,10 +53,16 @@ def build_map_text(game: Game, seed: int, judge: Any) -> str:
 
 
 def build_maps(game_name: str, specs: list[MapSpec], judge: Any, root: str | Path) -> list[Path]:
-    game = load_game(game_name)
+    """Write each map's program: built from the game (stories sampled), or an imported map copied."""
     written = []
+    game = None
     for spec in specs:
         path = spec.path(root)
-        write_text_atomic(path, build_map_text(game, spec.seed, judge))
+        if spec.imported:
+            write_text_atomic(path, Path(spec.imported).read_text(encoding="utf-8"))
+        else:
+            game = game or load_game(game_name)
+            assert isinstance(spec.seed, int)
+            write_text_atomic(path, build_map_text(game, spec.seed, judge))
         written.append(path)
     return written

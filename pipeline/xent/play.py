@@ -2,24 +2,34 @@
 
 Before each elicit a player sees the game's code and description, what its role may see, and its
 history on this map (its moves, reward totals, the per-token breakdown of recent rounds). A model
-replies with its move in <move>...</move> (last tag wins, <think> dropped); a reply without the
-tag is asked again once with a reminder, then counts as an empty move. Bots get the same request
-plus a structured `state`, and a bot reply without tags is the move itself.
+replies with its move in <move>...</move> (the reference's rule: last closed tag wins, closed
+<think> blocks dropped; a reply without the tag is the move as a whole, cut to the elicit's token
+limit, and the next ask reminds the model of the tags). Bots get the same request plus a
+structured `state`, and a bot reply without tags is the move itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
+from pipeline.core.io import seed_from
 from pipeline.core.players import MoveRequest, Player
 from pipeline.xent.games import Game
-from pipeline.xent.prompts import PROMPT_VERSION, elicit_messages, parse_move
+from pipeline.xent.prompts import (
+    MOVE_CLOSE,
+    PROMPT_VERSION,
+    drop_think,
+    elicit_messages,
+    extract_move,
+    followup_message,
+)
 from pipeline.xent.runtime import ElicitRequest, JudgeLike, MoveOutcome, RoundResult, StoryProvider, run_round
 from pipeline.xent.xgl import Program
 
@@ -30,7 +40,7 @@ log = logging.getLogger(__name__)
 class PlaySettings:
     reply_max_tokens: int = 24
     detail_rounds: int = 2
-    missing_tag_retries: int = 1
+    conversation: str = "per_map"  # the reference's: one conversation per map; or "per_ask"
 
 
 @dataclass
@@ -48,6 +58,24 @@ class PlayerSeat:
         self.player = player
         self.context = context
         self.settings = settings
+        self.reminder = False  # the last reply had no <move> tag
+        self.conversation: list[dict[str, str]] = []  # per_map: every turn on this map so far
+        self.rounds_seen = 0  # rounds whose results the conversation already holds
+        self.shown: dict[str, str] = {}  # registers as last shown
+
+    def messages(self, request: ElicitRequest) -> list[dict[str, str]]:
+        """per_map (the reference's): one growing conversation; per_ask: a fresh prompt each time."""
+        ctx = self.context
+        roles = (request.role,)
+        if self.settings.conversation == "per_ask" or not self.conversation:
+            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history, roles,
+                                       self.settings.detail_rounds, reminder=self.reminder)
+        else:
+            messages = [*self.conversation, followup_message(request, ctx.history, self.rounds_seen, roles,
+                                                             self.shown, self.reminder)]
+        self.rounds_seen = len(ctx.history)
+        self.shown = dict(request.visible)
+        return messages
 
     async def ask(self, request: ElicitRequest) -> MoveOutcome:
         ctx = self.context
@@ -58,22 +86,20 @@ class PlayerSeat:
             "failed": list(request.failed), "round": ctx.round, "history": own_history(ctx.history, request.role),
             "events": list(request.events),
         }
-        reply_text = ""
-        for prompt in range(1 + self.settings.missing_tag_retries):
-            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history,
-                                       (request.role,), self.settings.detail_rounds, reminder=prompt > 0)
-            reply = await self.player.act(MoveRequest(
-                messages=messages, key=key + (f"/remind{prompt}" if prompt else ""), kind="xent_move",
-                max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=("</move>",),
-                state=state,
-            ))
-            reply_text = reply.text
-            move = parse_move(reply_text)
-            if move is None and self.player.is_bot:
-                move = reply_text.strip()
-            if move is not None:
-                return MoveOutcome(move, reply_text, prompt + 1)
-        return MoveOutcome("", reply_text, 1 + self.settings.missing_tag_retries)
+        messages = self.messages(request)
+        reply = await self.player.act(MoveRequest(
+            messages=messages, key=key, kind="xent_move",
+            max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=(MOVE_CLOSE,),
+            state=state,
+        ))
+        move, tagged = extract_move(reply.text, stopped_at_close=True)
+        if not tagged and self.player.is_bot:
+            move = reply.text.strip()  # bots answer with the bare move
+        # the reference: an untagged reply is the move itself, and the next ask carries a reminder
+        self.reminder = not tagged and not self.player.is_bot
+        if self.settings.conversation == "per_map":  # the reply joins the map's conversation
+            self.conversation = [*messages, {"role": "assistant", "content": drop_think(reply.text)}]
+        return MoveOutcome(move, reply.text, 1, tagged or self.player.is_bot, reply.tokens_in, reply.tokens_out)
 
 
 def own_history(history: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
@@ -94,7 +120,8 @@ def round_summary(number: int, result: RoundResult, self_roles: Sequence[str]) -
         "ensure_failures": result.ensure_failures,
         "moves": [
             {"elicit_index": m.elicit_index, "role": m.role, "register": m.register, "move": m.move,
-             "reply": m.reply, "attempts": m.attempts, "line": m.line}
+             "reply": m.reply, "attempts": m.attempts, "line": m.line, "tagged": m.tagged,
+             "tokens_in": m.tokens_in, "tokens_out": m.tokens_out}
             for m in result.moves
         ],
         "rewards": [
@@ -111,15 +138,26 @@ async def play_map(game: Game, program: Program, map_id: str, players: Mapping[s
     """`rounds` passes through `program`; `players` maps every elicited role to its player."""
     context = MapContext(game, map_id)
     seats = {role: PlayerSeat(player, context, settings) for role, player in players.items()}
+    rng = map_rng(program, map_id)
     for number in range(1, rounds + 1):
         context.round = number
-        result = await run_round(program, seats, judge, stories)
+        result = await run_round(program, seats, judge, stories, rng)
         summary = round_summary(number, result, game.self_roles)
         context.history.append(summary)
         total = summary["total_bits"]
         shown = f"{total:+.2f} bits" if total is not None else f"error: {summary['error']}"
         print(f"xent {game.name} map {map_id} round {number}: {shown}", file=sys.stderr)
     return {"map_id": map_id, "rounds": context.history}
+
+
+def map_rng(program: Program, map_id: str) -> random.Random:
+    """sample() and shuffle()'s generator for one map, shared by its rounds.
+
+    An imported map seeds it with the reference's full seed string (its `# @rng_seed:` line), as
+    the reference seeds its judge's generator; our maps with a content seed from the map id.
+    """
+    seed = program.meta.get("rng_seed")
+    return random.Random(seed if seed is not None else seed_from("xent-map-rng", map_id))
 
 
 def judge_stories(judge: Any, base: str) -> StoryProvider:

@@ -8,11 +8,7 @@ from typing import Any
 
 from pipeline.xent.runtime import ElicitRequest
 
-PROMPT_VERSION = 1
-
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-_MOVE = re.compile(r"<move>(.*?)</move>", re.DOTALL | re.IGNORECASE)
-_OPEN = re.compile(r"<move>", re.IGNORECASE)
+PROMPT_VERSION = 3  # 2: the reference's move rule and reminder; 3: one conversation per map
 
 RULES = (
     "You are playing a cross-entropy game (a Xent game) written in XGL. A judge language model "
@@ -24,19 +20,40 @@ RULES = (
 )
 
 
-def parse_move(reply: str) -> str | None:
-    """The last <move>...</move> of `reply` after dropping <think> blocks; None when there is no tag.
+# The reference's rule (its default player): closed <think> blocks are dropped, the move is the
+# last closed <move>...</move> (case-sensitive, not stripped), and a reply without one is the move
+# as a whole (the runtime then cuts it to the elicit's token limit).
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_MOVE = re.compile(r"<move>(.*?)</move>", re.DOTALL)
+MOVE_CLOSE = "</move>"
+MISSING_TAG_REMINDER = "No move found: give your move between <move> and </move> tags."
 
-    A final <move> left open (the reply hit its token cap) counts up to the end of the reply.
+
+def drop_think(reply: str) -> str:
+    """The reply without its closed <think> blocks (what the reference keeps in the conversation)."""
+    return _THINK.sub("", reply)
+
+
+def extract_move(reply: str, *, stopped_at_close: bool = False) -> tuple[str, bool]:
+    """(move, tagged): the reference's move rule.
+
+    `stopped_at_close`: the request used `</move>` as a stop sequence, which providers remove
+    from the reply; the closing tag is put back after a final open `<move>` so that the rule
+    sees the reply the model wrote.
     """
     text = _THINK.sub("", reply)
-    closed = list(_MOVE.finditer(text))
-    opens = list(_OPEN.finditer(text))
-    if opens and (not closed or opens[-1].start() > closed[-1].start()):
-        return text[opens[-1].end():].strip()
-    if closed:
-        return closed[-1].group(1).strip()
-    return None
+    if stopped_at_close and text.rfind("<move>") > text.rfind(MOVE_CLOSE):
+        text += MOVE_CLOSE
+    found = _MOVE.findall(text)
+    if found:
+        return found[-1], True
+    return text, False
+
+
+def parse_move(reply: str) -> str | None:
+    """The tagged move of `reply`, or None when it has no closed <move> tag."""
+    move, tagged = extract_move(reply)
+    return move if tagged else None
 
 
 def _block(title: str, lines: Sequence[str]) -> str:
@@ -82,7 +99,7 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
     if request.failed:
         ask.append("Your last move broke the rule(s): " + "; ".join(request.failed) + ". Try a different move.")
     if reminder:
-        ask.append("Your last reply had no <move>...</move> tag. Reply with the tag this time.")
+        ask.append(MISSING_TAG_REMINDER)
     ask.append("Reply with the move only, inside tags: <move>your text</move>")
     user = "\n\n".join([
         _block("Game", [description] if description else []),
@@ -93,3 +110,30 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
         "\n".join(ask),
     ])
     return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
+
+
+def followup_message(request: ElicitRequest, history: Sequence[Mapping[str, Any]], rounds_seen: int,
+                     role_set: Sequence[str], shown: Mapping[str, str], reminder: bool) -> dict[str, str]:
+    """The next user turn of a map's one conversation: only what is new since the last ask.
+
+    New rounds' results (the latest with its per-token breakdown), registers that changed, the
+    conditions the last move broke, the tag reminder, then the ask.
+    """
+    parts: list[str] = []
+    new_rounds = list(history[rounds_seen:])
+    if new_rounds:
+        lines = history_lines(new_rounds, role_set, detail_rounds=1)
+        parts.append(_block("Result", lines))
+    changed = [f"{name} = {value!r}" for name, value in request.visible.items() if shown.get(name) != value]
+    if changed:
+        parts.append(_block("What you can see now", changed))
+    ask = []
+    if request.failed:
+        ask.append("Your last move broke the rule(s): " + "; ".join(request.failed) + ". Try a different move.")
+    if reminder:
+        ask.append(MISSING_TAG_REMINDER)
+    round_word = f"Round {len(history) + 1}. " if new_rounds else ""
+    ask.append(f"{round_word}You play {request.role}. Give your move for register {request.register} "
+               f"(at most {request.max_tokens} tokens) inside <move></move> tags.")
+    parts.append("\n".join(ask))
+    return {"role": "user", "content": "\n\n".join(parts)}

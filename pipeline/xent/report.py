@@ -1,10 +1,17 @@
 """Scores, playability curves, TrueSkill over per-map rankings, metrics.json and plots.
 
 - round total = the sum of the rewards to the player's roles (null when the round errored);
-- map score = the best round; normalized score = map score / best map score of any player on the
-  map (null when that best is not positive; a player with no finished round gets 0);
-- benchmark score = mean normalized score x 100 (overall and per game);
+- map score = the best round; a map on which one of the player's rounds errored is *voided* for
+  that player (the reference's run of that map raises, so it has no score there);
+- normalized score (the reference's) = map score / |best map score of any non-voided player on the
+  map|, null for voided maps and for maps whose best is exactly 0;
+- `xent_score` (the headline, the reference's) = mean over the player's games of the mean over the
+  game's maps of the normalized score, x 100; `xent_score_<game>` the per-game means x 100;
+  `xent_score_pooled` = the mean over all maps pooled across games, x 100 (our other aggregate);
 - a map is flagged when no player's running best improves after round 1.
+
+Metrics are rounded to `SCORE_DIGITS` / `BITS_DIGITS` decimals: docs/xent.md gives the measured
+run-to-run spread of the judge that justifies them.
 """
 
 from __future__ import annotations
@@ -51,19 +58,49 @@ def round_table(rewards: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
 
 
 def score_table(rounds: pl.DataFrame) -> pl.DataFrame:
+    """Per (game, map, model): best round, voided flag and the reference's normalized score."""
     scores = rounds.group_by(["game", "map_id", "model"]).agg(
-        pl.col("total_bits").max().alias("map_score"), pl.len().alias("rounds")
+        pl.col("total_bits").max().alias("map_score"), pl.len().alias("rounds"),
+        pl.col("error").is_not_null().any().alias("voided"),
     )
-    best = scores.group_by(["game", "map_id"]).agg(pl.col("map_score").max().alias("best"))
-    scores = scores.join(best, on=["game", "map_id"])
+    best = (
+        scores.filter(~pl.col("voided") & pl.col("map_score").is_not_null())
+        .group_by(["game", "map_id"]).agg(pl.col("map_score").max().alias("best"))
+    )
+    scores = scores.join(best, on=["game", "map_id"], how="left")
     normalized = (
-        pl.when(pl.col("best").is_null() | (pl.col("best") <= 0)).then(None)
-        .when(pl.col("map_score").is_null()).then(0.0)
-        .otherwise(pl.col("map_score") / pl.col("best"))
+        pl.when(pl.col("voided") | pl.col("map_score").is_null() | pl.col("best").is_null() | (pl.col("best") == 0))
+        .then(None)
+        .otherwise(pl.col("map_score") / pl.col("best").abs())
     )
     return scores.with_columns(normalized.alias("normalized_score")).select(
-        ["game", "map_id", "model", "map_score", "normalized_score", "rounds"]
+        ["game", "map_id", "model", "map_score", "normalized_score", "voided", "rounds"]
     )
+
+
+def headline_scores(scores: pl.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Per model: the reference's score (mean of per-game means, x100), per-game and pooled means."""
+    out: dict[str, dict[str, float | None]] = {}
+    valid = scores.filter(pl.col("normalized_score").is_not_null())
+    for model in sorted(scores["model"].unique().to_list()):
+        mine = valid.filter(pl.col("model") == model)
+        per_game = {
+            game: _mean(mine.filter(pl.col("game") == game)["normalized_score"].to_list())
+            for game in sorted(scores.filter(pl.col("model") == model)["game"].unique().to_list())
+        }
+        game_means = [v for v in per_game.values() if v is not None]
+        entry: dict[str, float | None] = {
+            "xent_score": _mean(game_means),
+            "xent_score_pooled": _mean(mine["normalized_score"].to_list()),
+        }
+        entry.update({f"xent_score_{game}": value for game, value in per_game.items()})
+        out[model] = {k: (None if v is None else v * 100) for k, v in entry.items()}
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    # math.fsum: the sum does not depend on the order the rows come in
+    return math.fsum(values) / len(values) if values else None
 
 
 def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
@@ -76,7 +113,7 @@ def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
         .alias("improved")
     ).group_by(["game", "map_id"]).agg(pl.col("improved").any().alias("improved_after_round_1"))
     best = (
-        scores.filter(pl.col("map_score").is_not_null())
+        scores.filter(pl.col("map_score").is_not_null() & ~pl.col("voided"))  # a voided score is no map's best
         .sort(["map_score", "model"], descending=[True, False])
         .group_by(["game", "map_id"], maintain_order=True)
         .agg(pl.col("map_score").first().alias("best_score"), pl.col("model").first().alias("best_model"))
@@ -91,12 +128,13 @@ def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
 
 
 def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
-    """Per map, players ranked by map score (equal scores tie; no finished round ranks last)."""
+    """Per map, players ranked by map score (equal scores tie; a voided map ranks its player last)."""
     events = []
     for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
         if group.height < 2:
             continue
-        values = {m: (s if s is not None else -math.inf) for m, s in zip(group["model"], group["map_score"])}
+        values = {m: (s if s is not None and not void else -math.inf)
+                  for m, s, void in zip(group["model"], group["map_score"], group["voided"])}
         ordered = sorted(set(values.values()), reverse=True)
         events.append(FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()}))
     return events
@@ -134,7 +172,11 @@ def write_report(params_path: str, out: str) -> dict[str, Any]:
             "rating_events": len(events)}
 
 
-def _round(value: Any, digits: int = 4) -> Any:
+SCORE_DIGITS = 2  # xent scores (x100 scale)
+BITS_DIGITS = 3  # bits and TrueSkill numbers
+
+
+def _round(value: Any, digits: int = BITS_DIGITS) -> Any:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None
     return round(float(value), digits)
@@ -143,17 +185,16 @@ def _round(value: Any, digits: int = 4) -> Any:
 def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame) -> dict[str, dict[str, Any]]:
     metrics: dict[str, dict[str, Any]] = {}
     by_player = {row["player"]: row for row in ratings.iter_rows(named=True)}
+    headline = headline_scores(scores)
     for model in sorted(scores["model"].unique().to_list()):
         mine = scores.filter(pl.col("model") == model)
-        normalized = mine["normalized_score"].drop_nulls()
-        entry: dict[str, Any] = {
-            "xent_score": _round(normalized.mean() * 100) if normalized.len() else None,
+        entry: dict[str, Any] = {name: _round(value, SCORE_DIGITS) for name, value in headline[model].items()}
+        kept = mine.filter(~pl.col("voided"))["map_score"].drop_nulls().to_list()
+        entry.update({
             "maps_played": mine.height,
-            "mean_map_score_bits": _round(mine["map_score"].drop_nulls().mean()) if mine["map_score"].drop_nulls().len() else None,
-        }
-        for game in sorted(mine["game"].unique().to_list()):
-            values = mine.filter(pl.col("game") == game)["normalized_score"].drop_nulls()
-            entry[f"xent_score_{game}"] = _round(values.mean() * 100) if values.len() else None
+            "maps_voided": int(mine["voided"].sum()),
+            "mean_map_score_bits": _round(_mean(kept)),
+        })
         row = by_player.get(model)
         entry.update({
             "trueskill_mu": _round(row["mu"]) if row else None,

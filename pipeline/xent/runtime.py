@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,7 +27,7 @@ from pipeline.xent.xgl import (
     player_arg,
 )
 
-ENSURE_LIMIT = 10  # failures of one ensure line before the game ends with an error
+ENSURE_LIMIT = 10  # failures of one ensure line that are re-asked; the next one ends the round in error
 MAX_STEPS = 4096  # executed lines per round (replays and re-asks included)
 MAX_REGISTER_CHARS = 50_000
 MAX_LIST_ITEMS = 1000
@@ -69,7 +70,10 @@ class ElicitRequest:
 class MoveOutcome:
     move: str
     reply: str = ""
-    prompts: int = 1  # model requests this move took (a missing <move> tag re-prompts)
+    prompts: int = 1  # model requests this move took
+    tagged: bool = True  # the reply had a <move> tag (else the whole reply was the move)
+    tokens_in: int = 0  # the player's token usage for this move
+    tokens_out: int = 0
 
 
 class Seat(Protocol):
@@ -85,6 +89,9 @@ class MoveRecord:
     reply: str
     attempts: int
     line: int
+    tagged: bool = True
+    tokens_in: int = 0  # summed over the ensure re-asks of this move
+    tokens_out: int = 0
 
 
 @dataclass
@@ -119,8 +126,10 @@ StoryProvider = Callable[[int, int], Awaitable[str]]
 
 class _Round:
     def __init__(self, program: Program, seats: Mapping[str, Seat], judge: JudgeLike,
-                 stories: StoryProvider | None) -> None:
+                 stories: StoryProvider | None, rng: random.Random | None) -> None:
         self.program = program
+        self.rng = rng or random.Random(0)  # sample() and shuffle(): the map's generator
+        self.scopes: list[dict[str, Any]] = []  # list comprehension variables
         self.seats = seats
         self.judge = judge
         self.stories = stories
@@ -162,17 +171,17 @@ class _Round:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
+            for scope in reversed(self.scopes):
+                if node.id in scope:
+                    return scope[node.id]
             return self.registers[node.id]
         if isinstance(node, ast.List):
             items = [await self.value(e) for e in node.elts]
             return [self.text(i, "a list item") for i in items]
         if isinstance(node, ast.Subscript):
-            items = self.registers[node.value.id]  # type: ignore[attr-defined]
-            index = node.slice
-            number = -index.operand.value if isinstance(index, ast.UnaryOp) else index.value  # type: ignore[attr-defined]
-            if not -len(items) <= number < len(items):
-                raise self.fail(f"index {number} is outside the list (it has {len(items)} items)")
-            return items[number]
+            return await self.subscript(node)
+        if isinstance(node, ast.ListComp):
+            return await self.comprehension(node)
         if isinstance(node, ast.UnaryOp):
             operand = await self.value(node.operand)
             if isinstance(node.op, ast.Not):
@@ -201,7 +210,42 @@ class _Round:
             return await self.call(node)
         raise self.fail(f"{type(node).__name__} cannot be evaluated")  # the checker keeps this out
 
+    async def subscript(self, node: ast.Subscript) -> Any:
+        """s[i], s[a:b], l[i], l[a:b] with Python's meaning (negative indices count from the end)."""
+        items = await self.value(node.value)
+        if not isinstance(items, (str, list)):
+            raise self.fail(f"only a string or a list can be indexed, got {_kind(items)}")
+        if isinstance(node.slice, ast.Slice):
+            low = None if node.slice.lower is None else self.integer(await self.value(node.slice.lower), "a slice start")
+            high = None if node.slice.upper is None else self.integer(await self.value(node.slice.upper), "a slice end")
+            return items[low:high]
+        number = self.integer(await self.value(node.slice), "an index")
+        if not -len(items) <= number < len(items):
+            raise self.fail(f"index {number} is outside the {'list' if isinstance(items, list) else 'string'} "
+                            f"(it has {len(items)} items)")
+        return items[number]
+
+    async def comprehension(self, node: ast.ListComp) -> list[str]:
+        loop = node.generators[0]
+        items = await self.value(loop.iter)
+        if not isinstance(items, list):
+            raise self.fail(f"a list comprehension loops over a list (e.g. s.split()), got {_kind(items)}")
+        name = loop.target.id  # type: ignore[attr-defined]
+        made: list[str] = []
+        for item in items:
+            self.scopes.append({name: item})
+            try:
+                if all([self.boolean(await self.value(c)) for c in loop.ifs]):
+                    made.append(self.text(await self.value(node.elt), "an item of a list comprehension"))
+            finally:
+                self.scopes.pop()
+        if len(made) > MAX_LIST_ITEMS:
+            raise self.fail(f"a list holds at most {MAX_LIST_ITEMS} items")
+        return made
+
     def binop(self, op: ast.operator, left: Any, right: Any) -> Any:
+        if isinstance(op, ast.Mult):
+            return self.scale(left, right)
         if isinstance(op, ast.BitOr):
             return Conditioned(self.text(left, "the left of |"), self.text(right, "the right of |"))
         if isinstance(op, (ast.FloorDiv, ast.Mod)):
@@ -222,12 +266,30 @@ class _Round:
         raise self.fail(f"cannot compute {_kind(left)} {sign} {_kind(right)}: + joins two strings, two lists or "
                         "two xent values; - subtracts xent values")
 
+    def scale(self, left: Any, right: Any) -> Any:
+        """`*`: a xent value times a number (either order), or two numbers."""
+        if isinstance(left, XentValue) and _is_number(right):
+            return left.scaled(float(right))
+        if _is_number(left) and isinstance(right, XentValue):
+            return right.scaled(float(left))
+        if _is_number(left) and _is_number(right):
+            return left * right
+        raise self.fail(f"cannot compute {_kind(left)} * {_kind(right)}: * scales a xent value by a number")
+
     async def comparable(self, value: Any) -> Any:
         if isinstance(value, XentValue):
             return (await resolve(value, self.judge.ascore_many)).total
         return value
 
     def compare(self, op: ast.cmpop, left: Any, right: Any) -> bool:
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(right, str):  # substring, as the reference's XString.__contains__
+                found = self.text(left, "the left of `in` a string") in right
+            elif isinstance(right, list):
+                found = left in right
+            else:
+                raise self.fail(f"`in` needs a string or a list on its right, got {_kind(right)}")
+            return found == isinstance(op, ast.In)
         if isinstance(op, (ast.Eq, ast.NotEq)):
             if type(left) is not type(right) and not (_is_number(left) and _is_number(right)):
                 raise self.fail(f"cannot compare {_kind(left)} with {_kind(right)}")
@@ -246,6 +308,11 @@ class _Round:
             return value
         raise self.fail(f"{where} must be a string, got {_kind(value)}")
 
+    def words(self, value: Any, where: str) -> str | list[str]:
+        if isinstance(value, (str, list)):
+            return value
+        raise self.fail(f"{where} must be a string or a list, got {_kind(value)}")
+
     def integer(self, value: Any, where: str) -> int:
         if type(value) is int:
             return value
@@ -256,7 +323,28 @@ class _Round:
             raise self.fail(f"a string may hold at most {MAX_REGISTER_CHARS} characters")
         return text
 
+    async def method(self, node: ast.Call) -> Any:
+        """s.split([sep]) and sep.join(l), as the reference's XString methods."""
+        name = node.func.attr  # type: ignore[attr-defined]
+        owner = self.text(await self.value(node.func.value), f"the object of .{name}()")  # type: ignore[attr-defined]
+        args = [await self.value(a) for a in node.args]
+        if name == "split":
+            if len(args) > 1:
+                raise self.fail(f"split() takes at most one separator, got {len(args)} arguments")
+            separator = self.text(args[0], "the separator of split()") if args else None
+            if separator == "":
+                raise self.fail("split() needs a non-empty separator (or none: split on whitespace)")
+            parts = fn.split(owner, separator)
+            if len(parts) > MAX_LIST_ITEMS:
+                raise self.fail(f"a list holds at most {MAX_LIST_ITEMS} items")
+            return parts
+        if len(args) != 1 or not isinstance(args[0], list):
+            raise self.fail("join() takes one list, e.g. ' '.join(l)")
+        return self.sized(fn.join(owner, args[0]))
+
     async def call(self, node: ast.Call) -> Any:
+        if isinstance(node.func, ast.Attribute):
+            return await self.method(node)
         name = node.func.id  # type: ignore[attr-defined]
         if name == "story":
             return await self.story(node)
@@ -272,6 +360,8 @@ class _Round:
             arity(1, 2)
             extra = self.text(args[1], f"the second argument of {name}()") if len(args) == 2 else ""
             first = args[0]
+            # the reference's second argument is a pre-prompt: it comes before the string's own
+            # prefix, and xed/dex measure against it (xed(s | x, p) = xent(s | p) - xent(s | p + x))
             if isinstance(first, Conditioned):
                 string, prefix = first.string, extra + first.prefix
             else:
@@ -280,7 +370,7 @@ class _Round:
                 term = Term(string, ((prefix, 1.0 if name == "xent" else -1.0),))
             else:
                 sign = 1.0 if name == "xed" else -1.0
-                term = Term(string, (("", sign), (prefix, -sign)))
+                term = Term(string, ((extra, sign), (prefix, -sign)))
             return XentValue((term,))
         if name in ("is_true", "is_false"):
             if not args:
@@ -291,10 +381,28 @@ class _Round:
             return truth if name == "is_true" else not truth
         if name == "remove_common_words":
             arity(2)
-            return fn.remove_common_words(self.text(args[0], "argument 1"), self.text(args[1], "argument 2"))
+            return fn.remove_common_words(self.text(args[0], "argument 1"), self.words(args[1], "argument 2"))
         if name == "only_uses_words":
             arity(2)
-            return fn.only_uses_words(self.text(args[0], "argument 1"), self.text(args[1], "argument 2"))
+            return fn.only_uses_words(self.words(args[0], "argument 1"), self.text(args[1], "argument 2"))
+        if name in ("word_set", "common_word_set"):
+            arity(1 if name == "word_set" else 2)
+            texts = [self.text(a, f"an argument of {name}()") for a in args]
+            return fn.word_set(texts[0]) if name == "word_set" else fn.common_word_set(texts[0], texts[1])
+        if name in ("sample", "shuffle"):
+            arity(1)
+            if not isinstance(args[0], list):
+                raise self.fail(f"{name}() takes a list, got {_kind(args[0])}")
+            return fn.sample(args[0], self.rng) if name == "sample" else fn.shuffle(args[0], self.rng)
+        if name in ("punish_negative", "reward_positive"):
+            arity(1, 2)
+            if not isinstance(args[0], XentValue):
+                raise self.fail(f"{name}() takes a xent value such as xed(s | x), got {_kind(args[0])}")
+            total = await self.comparable(args[0])
+            factor = args[1] if len(args) == 2 else fn.DEFAULT_SCALE
+            if not _is_number(factor):
+                raise self.fail(f"the scale of {name}() must be a number, got {_kind(factor)}")
+            return fn.punish_negative(total, factor) if name == "punish_negative" else fn.reward_positive(total, factor)
         if name == "only_uses_chars":
             arity(2)
             return fn.only_uses_chars(self.text(args[0], "argument 1"), self.text(args[1], "argument 2"))
@@ -362,8 +470,9 @@ class _Round:
                     if failed:
                         self.result.ensure_failures += 1
                         ensure_failures[pc] = ensure_failures.get(pc, 0) + 1
-                        if ensure_failures[pc] >= ENSURE_LIMIT:
-                            raise XGLRuntimeError(ins.number, f"ensure failed {ENSURE_LIMIT} times: {'; '.join(failed)}")
+                        if ensure_failures[pc] > ENSURE_LIMIT:  # the reference re-asks 10 times, errors on the 11th
+                            raise XGLRuntimeError(ins.number, f"ensure failed {ensure_failures[pc]} times (limit "
+                                                  f"{ENSURE_LIMIT} retries): {'; '.join(failed)}")
                         if last_elicit is None:
                             raise XGLRuntimeError(ins.number, f"ensure failed with no elicit before it: {'; '.join(failed)}")
                         rows = elicit_rows[last_elicit]
@@ -420,9 +529,13 @@ class _Round:
             if rows:
                 record = self.result.moves[elicit_index]
                 record.move, record.reply, record.attempts = move, outcome.reply, record.attempts + outcome.prompts
+                record.tagged = outcome.tagged
+                record.tokens_in += outcome.tokens_in
+                record.tokens_out += outcome.tokens_out
             else:
                 self.result.moves.append(MoveRecord(request.elicit_index, role, name, move, outcome.reply,
-                                                    outcome.prompts, ins.number))
+                                                    outcome.prompts, ins.number, outcome.tagged,
+                                                    outcome.tokens_in, outcome.tokens_out))
             indices.append(elicit_index)
         return indices
 
@@ -495,6 +608,10 @@ def _kind(value: Any) -> str:
 
 
 async def run_round(program: Program, seats: Mapping[str, Seat], judge: JudgeLike,
-                    stories: StoryProvider | None = None) -> RoundResult:
-    """One pass through `program`; errors end the round and are recorded in the result."""
-    return await _Round(program, seats, judge, stories).run()
+                    stories: StoryProvider | None = None, rng: random.Random | None = None) -> RoundResult:
+    """One pass through `program`; errors end the round and are recorded in the result.
+
+    `rng` draws sample() and shuffle(); pass one generator per map (seeded from the map) so that
+    successive rounds continue its stream, as the reference's per-map judge generator does.
+    """
+    return await _Round(program, seats, judge, stories, rng).run()

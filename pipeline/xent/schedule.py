@@ -16,10 +16,11 @@ from pipeline.core.roster import ModelsParams
 from pipeline.xent.config import XentParams
 from pipeline.xent.games import Game, load_game
 from pipeline.xent.maps import MapSpec, map_id_for
+from pipeline.xent.mapset import load_map_set
 from pipeline.xent.prompts import PROMPT_VERSION
 from pipeline.xent.xgl import ParseError
 
-PLAY_VERSION = 1
+PLAY_VERSION = 2  # 2: the reference's XGL semantics, move rule and ensure limit
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,14 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
                                   f"(known: {', '.join(sorted(known))})")
     games: dict[str, Game] = {}
     refs: dict[str, str] = {}
+    imported: dict[str, tuple[MapSpec, ...]] = {}
+    if params.map_set:
+        mapset = load_map_set(params.map_set, source)
+        for name, game in mapset.games.items():
+            games[name] = game
+            refs[name] = str(mapset.root / "games" / f"{name}.xgl")
+            imported[name] = tuple(MapSpec(name, m.map_seed, m.map_id, str(mapset.root / m.path))
+                                   for m in mapset.maps[name])
     for ref in params.games:
         try:
             game = load_game(ref)
@@ -74,8 +83,8 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         games[game.name] = game
         refs[game.name] = ref
     maps = {
-        name: tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
-                    for k in range(params.maps_per_game))
+        name: imported.get(name) or tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
+                                          for k in range(params.maps_per_game))
         for name, game in games.items()
     }
     jobs = []
@@ -87,6 +96,7 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
                 "maps": [m.map_id for m in maps[name]], "player": _entry_identity(models, player),
                 "opponent": _entry_identity(models, opponent) if opponent else None,
                 "rounds": params.rounds, "judge": params.judge, "replies": params.replies.model_dump(mode="json"),
+                "judge_scoring": [params.judge_scoring, params.judge_clip_logprobs],
             }
             jobs.append(PlayJob(name, refs[name], content_id(identity), player, opponent, maps[name], params.rounds))
     return Schedule(games, refs, maps, tuple(jobs))

@@ -20,6 +20,9 @@ class MovesSchema(StrictTable):
     move: str
     reply: str
     attempts: int = pa.Field(ge=1)
+    tagged: bool  # the reply had a <move> tag (else the whole reply was the move)
+    tokens_in: int = pa.Field(ge=0)  # the player's token usage for this move, re-asks included
+    tokens_out: int = pa.Field(ge=0)
 
 
 class RewardsSchema(StrictTable):
@@ -74,13 +77,14 @@ class RoundsSchema(StrictTable):
 
 
 class ScoresSchema(StrictTable):
-    """Map score (best round), normalized by the best score of any player on the map."""
+    """Map score (best round), normalized by |best score| of any non-voided player (the reference's)."""
 
     game: str
     map_id: str
     model: str
     map_score: float = pa.Field(nullable=True)
     normalized_score: float = pa.Field(nullable=True)
+    voided: bool  # one of the player's rounds on this map errored: no score there (the reference's)
     rounds: int = pa.Field(ge=0)
 
 

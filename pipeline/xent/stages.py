@@ -35,7 +35,9 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
-    judge = load_any_judge(params.judge)
+    if all(spec.imported for spec in schedule.maps[game]):  # an imported map set: copied, no judge needed
+        return build_maps(schedule.refs[game], list(schedule.maps[game]), None, out)
+    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
     if judge_cache and hasattr(judge, "cache"):
         judge.cache.directory = Path(judge_cache)  # stories sampled once per game and seed, kept on disk
     return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
@@ -53,12 +55,13 @@ def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, 
     schedule = build_schedule(params, models, source=params_path)
     job = schedule.job(game_name, job_id)
     game = schedule.games[game_name]
-    judge = load_any_judge(params.judge)
+    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
     gateway = Gateway(models, job=f"xent/{game_name}/{job_id}")
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
-    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds)
+    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds,
+                            conversation=params.replies.conversation)
     opponent = players[job.opponent] if job.opponent else None
     records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
     record = job_record(game, job_id, players[job.player], opponent, judge, job.rounds, records,
@@ -115,7 +118,9 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
                         moves.append({"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
                                       "round": rnd["round"], "elicit_index": move["elicit_index"],
                                       "player_role": move["role"], "register": move["register"], "move": move["move"],
-                                      "reply": move["reply"], "attempts": move["attempts"]})
+                                      "reply": move["reply"], "attempts": move["attempts"],
+                                      "tagged": move.get("tagged", True), "tokens_in": move.get("tokens_in", 0),
+                                      "tokens_out": move.get("tokens_out", 0)})
     key_cols = ["game", "map_id", "model", "round"]
     status = [{"game": record["game"], "map_id": m["map_id"], "model": record["player"], "round": rnd["round"],
                "error": rnd["error"], "ensure_failures": rnd["ensure_failures"]}
@@ -132,7 +137,7 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
     mismatches: list[str] = []
     checked = 0
     for judge_name in judges:
-        judge = load_any_judge(judge_name)
+        judge = load_any_judge(judge_name, params.judge_scoring, params.judge_clip_logprobs)
         print(f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
               file=sys.stderr)
         scored = dict(zip(pairs, judge.score_many(pairs))) if pairs else {}

@@ -41,7 +41,7 @@ class Term:
 
 @dataclass(frozen=True)
 class XentValue:
-    """A signed sum of xent terms; supports +, - and unary -, never *."""
+    """A signed sum of xent terms; supports +, -, unary - and scaling by a number."""
 
     terms: tuple[Term, ...] = ()
 
@@ -53,6 +53,10 @@ class XentValue:
 
     def __neg__(self) -> XentValue:
         return XentValue(tuple(t.scaled(-1.0) for t in self.terms))
+
+    def scaled(self, factor: float) -> XentValue:
+        """`value * number`: every term's coefficients times the factor (the reference's scale)."""
+        return XentValue(tuple(t.scaled(factor) for t in self.terms))
 
     def pairs(self) -> list[tuple[str, str]]:
         """Every (string, prefix) the judge must score for this value."""

@@ -32,17 +32,22 @@ OMNISCIENT: frozenset[str] = frozenset({"black", "white", "env"})
 FLAGS: tuple[str, ...] = ("flag_1", "flag_2")
 INSTRUCTIONS: tuple[str, ...] = ("assign", "elicit", "reveal", "reward", "ensure", "beacon", "replay")
 JUDGE_FUNCTIONS: frozenset[str] = frozenset({"xent", "xed", "nex", "dex"})
-FUNCTIONS: frozenset[str] = JUDGE_FUNCTIONS | frozenset({
-    "is_true", "is_false", "story", "remove_common_words", "only_uses_words", "only_uses_chars",
-    "num_words", "first_n_tokens", "last_n_tokens", "len",
+# story() is replaced by a literal when a map is built (see maps.py)
+BUILD_FUNCTIONS: frozenset[str] = frozenset({"story"})
+FUNCTIONS: frozenset[str] = JUDGE_FUNCTIONS | BUILD_FUNCTIONS | frozenset({
+    "is_true", "is_false", "remove_common_words", "only_uses_words", "only_uses_chars",
+    "num_words", "word_set", "common_word_set", "sample", "shuffle", "punish_negative",
+    "reward_positive", "first_n_tokens", "last_n_tokens", "len",
 })
+METHODS: frozenset[str] = frozenset({"split", "join"})  # s.split(sep), sep.join(l)
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.BitOr: "|", ast.FloorDiv: "//", ast.Mod: "%"}
-_CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitOr: "|", ast.FloorDiv: "//", ast.Mod: "%"}
+_CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 EXPECTED_VALUE = (
     "a register (a b c l s t x y p, optionally with suffix 1-3), a string or number literal, "
-    "+ - | // %, a comparison, and/or/not, a list literal, l[i], or a call to one of "
-    + ", ".join(sorted(FUNCTIONS))
+    "+ - * | // %, a comparison (< <= > >= == != in, not in), and/or/not, a list literal, "
+    "an index or slice (l[0], s[1:5]), s.split(sep), sep.join(l), a list comprehension "
+    "[f(w) for w in l if ...], or a call to one of " + ", ".join(sorted(FUNCTIONS))
 )
 
 
@@ -189,6 +194,7 @@ class _LineChecker:
         self.number = number
         self.offset = offset
         self.source = source
+        self.bound: list[str] = []  # list comprehension variables in scope
 
     def fail(self, node: ast.AST, message: str) -> ParseError:
         return ParseError(self.number, getattr(node, "col_offset", 0) + 1 + self.offset, message, self.source)
@@ -276,12 +282,12 @@ class _LineChecker:
             else:
                 raise self.fail(node, f"a {type(v).__name__} literal is not allowed; expected a string or a number")
         elif isinstance(node, ast.Name):
-            if node.id not in REGISTERS:
+            if node.id not in REGISTERS and node.id not in self.bound:
                 what = "a player" if node.id in PLAYERS else "a flag" if node.id in FLAGS else "an unknown name"
                 raise self.fail(node, f"{node.id!r} is {what} here; expected {EXPECTED_VALUE}")
         elif isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
-                raise self.fail(node, f"operator {type(node.op).__name__} is not allowed; expected + - | // %")
+                raise self.fail(node, f"operator {type(node.op).__name__} is not allowed; expected + - * | // %")
             self.value(node.left)
             self.value(node.right)
         elif isinstance(node, ast.UnaryOp):
@@ -294,32 +300,62 @@ class _LineChecker:
         elif isinstance(node, ast.Compare):
             for op in node.ops:
                 if not isinstance(op, _CMPOPS):
-                    raise self.fail(node, "only the comparisons < <= > >= == != are allowed")
+                    raise self.fail(node, "only the comparisons < <= > >= == != in, not in are allowed")
             self.value(node.left)
             for v in node.comparators:
                 self.value(v)
         elif isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-                raise self.fail(node, f"calls only to functions XGL knows: {', '.join(sorted(FUNCTIONS))}")
-            if node.keywords:
-                raise self.fail(node, f"{node.func.id}() takes no keyword arguments")
-            for arg in node.args:
-                if isinstance(arg, ast.Starred):
-                    raise self.fail(arg, "*arguments are not allowed")
-                self.value(arg)
+            self.call(node)
         elif isinstance(node, ast.List):
             for v in node.elts:
                 self.value(v)
         elif isinstance(node, ast.Subscript):
-            if not (isinstance(node.value, ast.Name) and node.value.id[0] in LIST_KINDS and node.value.id in REGISTERS):
-                raise self.fail(node, "only a list register can be indexed, e.g. l[0]")
+            self.value(node.value)
             index = node.slice
-            if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
-                index = index.operand
-            if not (isinstance(index, ast.Constant) and type(index.value) is int and abs(index.value) <= MAX_INT_LITERAL):
-                raise self.fail(node, "a list index must be an integer literal, e.g. l[0]")
+            if isinstance(index, ast.Slice):
+                if index.step is not None:
+                    raise self.fail(node, "a slice takes a start and an end, no step (e.g. s[0:10])")
+                for bound in (index.lower, index.upper):
+                    if bound is not None:
+                        self.value(bound)
+            else:
+                self.value(index)
+        elif isinstance(node, ast.ListComp):
+            self.comprehension(node)
         else:
             raise self.fail(node, f"{type(node).__name__} is not allowed; expected {EXPECTED_VALUE}")
+
+    def call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute):
+            if node.func.attr not in METHODS:
+                raise self.fail(node, f"only the methods {', '.join(sorted(METHODS))} can be called, e.g. s.split(' ')")
+            self.value(node.func.value)
+        elif not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise self.fail(node, f"calls only to functions XGL knows: {', '.join(sorted(FUNCTIONS))}")
+        if node.keywords:
+            raise self.fail(node, "XGL calls take no keyword arguments")
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self.fail(arg, "*arguments are not allowed")
+            self.value(arg)
+
+    def comprehension(self, node: ast.ListComp) -> None:
+        if len(node.generators) != 1:
+            raise self.fail(node, "a list comprehension has exactly one `for` (e.g. [w for w in l if w != ''])")
+        loop = node.generators[0]
+        target = loop.target
+        if loop.is_async or not isinstance(target, ast.Name):
+            raise self.fail(node, "a list comprehension loops one plain name over a list: [w for w in l]")
+        if target.id in PLAYERS or target.id in FLAGS or target.id in FUNCTIONS or target.id in INSTRUCTIONS:
+            raise self.fail(target, f"{target.id!r} cannot be a loop variable (it names a player, flag or function)")
+        self.value(loop.iter)
+        self.bound.append(target.id)
+        try:
+            for condition in loop.ifs:
+                self.value(condition)
+            self.value(node.elt)
+        finally:
+            self.bound.pop()
 
 
 def _check_program(program: Program, source: str) -> None:
