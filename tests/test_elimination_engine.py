@@ -123,7 +123,7 @@ def test_a_jury_majority_decides_and_an_even_split_with_equal_history_is_random(
 def test_our_log_is_read_back_and_its_final_ranks_re_derived(tmp_path: Path) -> None:
     records = scripted(ladder({"P3": "P1", "P4": "P1", "P5": "P1", "P6": "P2", "P7": "P2", "P8": "P2"}))
     path = write_log(tmp_path / "game_test01_20250101_000000.jsonl", records)
-    game = read_game(path)
+    game = read_game(path, ranks="derived")
     assert game.ranks == {f"P{i}": i for i in range(1, 9)}
     row = game.rows["games"][0]
     assert row["matches_final_results"] is True and row["rank_source"] == "derived"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -68,7 +69,12 @@ class RatingSettings(Strict):
     beta: float = Field(4.1667, gt=0, description="TrueSkill performance noise")
     tau: float = Field(0.0, ge=0, description="TrueSkill dynamics factor")
     draw_probability: float = Field(0.0, ge=0, lt=1, description="0: final ranks never tie")
-    passes: int = Field(100, ge=1, description="random orders of the games averaged over")
+    passes: int = Field(100, ge=1, description="random orders of the games; each pass starts from fresh priors")
+    aggregate: Literal["mean", "median"] = Field(
+        "mean", description="what summarizes mu and sigma over the passes: mean or median")
+    ranks: Literal["recorded", "derived"] = Field(
+        "recorded", description="recorded: final_results' ranks and partial points, as the original's "
+        "leaderboard; derived: re-derived from the records (differences listed in import_report.json)")
     bootstrap_resamples: int = Field(50, ge=0, description="bootstrap resamples over games for mu intervals (0: none)")
     bootstrap_passes: int = Field(5, ge=1, description="passes inside each bootstrap resample")
     seed: int = Field(0, ge=0, description="a non-negative integer seeding pass orders and resamples")
