@@ -76,4 +76,4 @@ def of_type(records: list[dict[str, Any]], kind: str, round_no: int | None = Non
 
 
 def seat(pid: str | None) -> str | None:
-    return None if pid is None else "P" + pid.split("_", 1)[0].removeprefix("Player")
+    return None if pid is None or not pid.startswith("Player") else "P" + pid.split("_", 1)[0].removeprefix("Player")

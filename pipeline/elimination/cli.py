@@ -37,7 +37,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
         raise ParamsError(f"game {args.game_id!r} is not in the schedule of {args.params} "
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
     scheduled = games[args.game_id]
-    spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds)
+    spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
+                    votes=params.votes, variant=params.variant)
     _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
     started = time.perf_counter()
     output = run_game(spec, models, args.out, progress=_say)

@@ -12,7 +12,7 @@ from pipeline.core.params import StrictParams as Strict
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
-GAME_VERSION = "elimination-v1"
+GAME_VERSION = "elimination-v2"  # v2: anonymous votes, unenforced limits, logs in the original format
 
 
 
@@ -24,6 +24,8 @@ class WordLimits(Strict):
     )
     tiebreak: int = Field(80, ge=1, description="a positive integer: words of a tie-break statement")
     plea: int = Field(80, ge=1, description="a positive integer: words of a finalist's plea")
+    cut: bool = Field(False, description="false (the original): limits are stated in the prompts, not enforced, "
+                      "and lengths recorded; true (ours): replies are cut at the limit")
 
     @field_validator("private")
     @classmethod
@@ -87,6 +89,12 @@ class EliminationParams(Strict):
     history_rounds: int = Field(
         0, ge=0, description="rounds of public and private history shown in prompts (0: the whole game)"
     )
+    votes: Literal["anonymous", "public"] = Field(
+        "anonymous", description="anonymous (the original): only the tallies are announced; public (ours): "
+        "who voted for whom is announced too")
+    variant: Literal["standard", "public_only", "memory"] = Field(
+        "standard", description="standard; public_only (the original's variant without pairing and private "
+        "talk); memory (the original's variant where each seat keeps a private note between rounds)")
     schedule: ScheduleParams = Field(default_factory=ScheduleParams, description="lineups, rotations, repeats")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings and passes")
 

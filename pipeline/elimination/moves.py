@@ -16,12 +16,13 @@ _LEADING_PUNCT = re.compile(r"^[\s:;,.\-–—>)\]*`\"']+")
 @dataclass(frozen=True)
 class LimitedText:
     text: str  # what is recorded and shown to the others
-    words: int  # words of the reply before the cut
+    words: int  # words of the reply before any cut
     limit: int
+    enforced: bool = True  # False: the limit is only stated, as in the original
 
     @property
     def cut(self) -> bool:
-        return self.words > self.limit
+        return self.enforced and self.words > self.limit
 
     @property
     def overrun(self) -> int:
@@ -34,10 +35,13 @@ class LimitedText:
         return {"cut": True, "words": self.words, "limit": self.limit, "overrun_words": self.overrun}
 
 
-def limit_words(reply: str, limit: int) -> LimitedText:
-    """Keep the first `limit` words (original spacing inside them kept); count what was there."""
+def limit_words(reply: str, limit: int, enforce: bool = True) -> LimitedText:
+    """Keep the first `limit` words (original spacing inside them kept); count what was there.
+    `enforce=False` keeps the whole reply (the original states limits but does not cut)."""
     text = reply.strip()
     words = list(_WORD.finditer(text))
+    if not enforce:
+        return LimitedText(text, len(words), limit, enforced=False)
     if len(words) <= limit:
         return LimitedText(text, len(words), limit)
     return LimitedText(text[: words[limit - 1].end()], len(words), limit)

@@ -38,8 +38,11 @@ class SeatView:
     private: tuple[PrivateLine, ...]  # only conversations this seat took part in
 
 
-def system_prompt(seat: str, seats: int, words: WordLimits) -> str:
+def system_prompt(seat: str, seats: int, words: WordLimits, votes: str = "anonymous") -> str:
     p2, p3, p4 = words.private
+    announced = ("Only how many votes each seat got is announced; who voted for whom stays secret, "
+                 "and so do the reasons." if votes == "anonymous"
+                 else "Who voted for whom is announced afterwards; reasons stay secret.")
     return (
         f"You are seat {seat} in the Elimination Game, a social strategy game for {seats} seats "
         f"(P1 to P{seats}). Goal: be the last seat standing.\n"
@@ -49,13 +52,14 @@ def system_prompt(seat: str, seats: int, words: WordLimits) -> str:
         "(with an odd count one seat has no partner).\n"
         f"3. Partners exchange three private messages each (at most {p2}, {p3}, then {p4} words). "
         "Nobody else sees them.\n"
-        "4. Everyone secretly votes to eliminate one seat and gives a private reason. Who voted for "
-        "whom is announced afterwards; reasons stay secret. Most votes goes out.\n"
+        f"4. Everyone secretly votes to eliminate one seat and gives a private reason. {announced} "
+        "Most votes goes out.\n"
         "5. A tie: the tied seats each speak, then the other seats re-vote between them. Still tied: "
         "the tied seat with the most votes over the whole game goes out; still tied: chance decides.\n"
         "When two seats remain, each makes a final plea and the eliminated seats (the jury) vote to "
         "eliminate one of them; the other wins. A split jury is settled like a tie.\n"
-        "Words over a limit are cut off. Refer to seats by their labels (P1, P2, ...)."
+        + ("Words over a limit are cut off. " if words.cut else "Keep to the word limits. ")
+        + "Refer to seats by their labels (P1, P2, ...)."
     )
 
 

@@ -35,6 +35,7 @@ from pipeline.elimination.records import (
     PLEA_SUBROUND,
     PUBLIC_SUBROUND,
     TIEBREAK_SUBROUND,
+    log_name,
     parse_player_id,
     partial_points,
 )
@@ -191,7 +192,7 @@ def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
     file = Path(path)
     records = _load_records(file)
     game_id = str(next((r["game_id"] for r in records if "game_id" in r), file.stem))
-    game = ParsedGame(game_id=game_id, file=file.name)
+    game = ParsedGame(game_id=game_id, file=log_name(file.name))
     players = _Players()
     votes: list[dict[str, Any]] = []
     reasons: list[dict[str, Any]] = []

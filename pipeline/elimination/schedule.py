@@ -57,6 +57,8 @@ def game_content(seats: Sequence[str], replicate: int, params: EliminationParams
         "words": params.words.model_dump(),
         "reply_tokens": params.reply_tokens.model_dump(),
         "history_rounds": params.history_rounds,
+        "votes": params.votes,
+        "variant": params.variant,
     }
 
 
