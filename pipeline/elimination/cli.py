@@ -38,7 +38,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
     scheduled = games[args.game_id]
     spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
-                    votes=params.votes, variant=params.variant)
+                    votes=params.votes, variant=params.variant, memory_players=tuple(params.memory_players))
     _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
     started = time.perf_counter()
     output = run_game(spec, models, args.out, progress=_say)

@@ -24,6 +24,7 @@ class WordLimits(Strict):
     )
     tiebreak: int = Field(80, ge=1, description="a positive integer: words of a tie-break statement")
     plea: int = Field(80, ge=1, description="a positive integer: words of a finalist's plea")
+    memory: int = Field(60, ge=1, description="a positive integer: words of a memory note (variant memory)")
     cut: bool = Field(False, description="false (the original): limits are stated in the prompts, not enforced, "
                       "and lengths recorded; true (ours): replies are cut at the limit")
 
@@ -94,7 +95,11 @@ class EliminationParams(Strict):
         "who voted for whom is announced too")
     variant: Literal["standard", "public_only", "memory"] = Field(
         "standard", description="standard; public_only (the original's variant without pairing and private "
-        "talk); memory (the original's variant where each seat keeps a private note between rounds)")
+        "talk); memory (the original's variant where a seat writes a private note before each vote and "
+        "sees its notes in later rounds)")
+    memory_players: list[str] = Field(
+        default_factory=list, description="variant memory: roster names that keep notes (empty: every seat); "
+        "the original gave memory to one model per game")
     schedule: ScheduleParams = Field(default_factory=ScheduleParams, description="lineups, rotations, repeats")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings and passes")
 

@@ -62,6 +62,7 @@ class GameSpec:
     history_rounds: int = 0  # rounds of history in prompts; 0: the whole game
     votes: str = "anonymous"  # "anonymous" (the original: tallies only) | "public" (who voted for whom)
     variant: str = "standard"  # "standard" | "public_only" | "memory"
+    memory_players: tuple[str, ...] = ()  # variant memory: roster names keeping notes (empty: all)
 
     @property
     def log_game_id(self) -> int:
@@ -127,7 +128,7 @@ class EliminationGame:
         self.revealed: list[dict[str, Any]] = []  # announced votes: round, phase, voter, target
         self.partners: dict[str, list[str | None]] = {s: [] for s in self.labels}
         self.votes_against: Counter[str] = Counter()
-        self.memory: dict[str, str] = {}  # the memory variant: each seat's latest private note
+        self.memory: dict[str, list[tuple[int, str]]] = {s: [] for s in self.labels}  # variant memory
         self.log: list[records.Record] = []
         self.round = 0
 
@@ -150,7 +151,7 @@ class EliminationGame:
                if seat in (line.speaker, line.target) and line.round >= since]
         public = [line for line in self.public if line.round >= since]
         return SeatView(seat=seat, round=self.round, active=tuple(self.active), eliminated=tuple(self.out),
-                        public=tuple(public), private=tuple(own))
+                        public=tuple(public), private=tuple(own), memory=tuple(self.memory[seat]))
 
     def state(self, view: SeatView, kind: str, **extra: Any) -> dict[str, Any]:
         """The structured game view bots get: the same facts as the seat's prompt, nothing more."""
@@ -174,7 +175,7 @@ class EliminationGame:
         return reply.text or ""
 
     def system(self, seat: str) -> str:
-        return prompts.system_prompt(seat, len(self.labels), self.spec.words, self.spec.votes)
+        return prompts.system_prompt(seat, len(self.labels), self.spec.words, self.spec.votes, self.spec.variant)
 
     async def say(self, seat: str, kind: str, key: str, task: str, limit: int,
                   extra_private: Sequence[PrivateLine] = (), **state: Any) -> LimitedText:
@@ -315,6 +316,21 @@ class EliminationGame:
                                                     self.pid[line.speaker], self.pid[line.target],
                                                     line.text, text.extra()))
 
+    def keeps_memory(self, seat: str) -> bool:
+        return self.spec.variant == "memory" and (
+            not self.spec.memory_players or self.name_of[seat] in self.spec.memory_players)
+
+    async def memory_notes(self) -> None:
+        """The memory variant: after the private talk and before the vote (where the original logs
+        them), each seat keeping memory writes a note that only it sees in later rounds."""
+        limit = self.spec.words.memory
+        seats = [s for s in self.active if self.keeps_memory(s)]
+        notes = await asyncio.gather(*(
+            self.say(s, "memory", f"r{self.round}/memory/{s}", prompts.memory_task(limit), limit) for s in seats))
+        for seat, note in zip(seats, notes):
+            self.memory[seat].append((self.round, note.text))
+            self.log.append(records.memory_note(self.gid, self.round, self.pid[seat], note.text, note.extra()))
+
     async def vote_round(self) -> None:
         voters = self.shuffled(self.active, "vote", self.round)
         results = await asyncio.gather(*(
@@ -423,8 +439,10 @@ class EliminationGame:
         while len(self.active) > 2:
             self.round += 1
             await self.public_subround()
-            pairs = await self.pairing()
-            await self.private_subrounds(pairs)
+            if self.spec.variant != "public_only":  # the public-only variant has no pairing or private talk
+                pairs = await self.pairing()
+                await self.private_subrounds(pairs)
+            await self.memory_notes()
             await self.vote_round()
         self.round += 1
         await self.final()
