@@ -28,6 +28,7 @@ Rules (spec: specs/elimination.md), with the choices the spec leaves open:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections import Counter
@@ -85,10 +86,13 @@ class VoteResult:
             data["invalid_attempts"] = list(self.attempts)
         if self.target is None:
             data["valid"] = False
-            data["resolution"] = "abstain"
+            # every try cut by the token limit before any text: its own outcome, not a choice to abstain
+            cut_out = bool(self.attempts) and all(a.get("problem") == TOKEN_LIMIT_PROBLEM for a in self.attempts)
+            data["resolution"] = "token_limit" if cut_out else "abstain"
         return data
 
 
+TOKEN_LIMIT_PROBLEM = "the reply was cut by the token limit before any visible text"
 INVALID_VOTE = "(invalid/skipped)"  # the original's vote record for a vote that counts for nobody
 INVALID_REASON = "(invalid_or_skipped)"  # and its reason record
 
@@ -129,6 +133,7 @@ class EliminationGame:
         self.partners: dict[str, list[str | None]] = {s: [] for s in self.labels}
         self.votes_against: Counter[str] = Counter()
         self.memory: dict[str, list[tuple[int, str]]] = {s: [] for s in self.labels}  # variant memory
+        self.empty_at_limit: set[str] = set()  # request keys answered with nothing at the token limit
         self.log: list[records.Record] = []
         self.round = 0
 
@@ -166,12 +171,16 @@ class EliminationGame:
             **extra,
         }
 
-    def max_tokens(self, seat: str, budget: int) -> int:
+    def max_tokens(self, seat: str, budget: int, kind: str) -> int:
+        """The game's budget for this kind of move, unless the roster entry sets its own
+        (`sampling.move_max_tokens`, for reasoning models); capped by the entry's max_tokens."""
         entry = self.players[self.name_of[seat]].entry
-        return budget if entry.is_bot else min(budget, entry.sampling.max_tokens)
+        return budget if entry.is_bot else entry.sampling.budget(kind, budget)
 
     async def ask(self, seat: str, request: MoveRequest) -> str:
         reply = await self.players[self.name_of[seat]].act(request)
+        if reply.empty_at_token_limit:
+            self.empty_at_limit.add(request.key)
         return reply.text or ""
 
     def system(self, seat: str) -> str:
@@ -182,9 +191,10 @@ class EliminationGame:
         view = self.view(seat, extra_private)
         budget = self.spec.reply_tokens.private if kind == "private" else self.spec.reply_tokens.statement
         request = MoveRequest(messages=prompts.messages_for(self.system(seat), view, task), key=key, kind=kind,
-                              max_words=limit, max_tokens=self.max_tokens(seat, budget),
+                              max_words=limit, max_tokens=self.max_tokens(seat, budget, kind),
                               state=self.state(view, kind, **state))
-        return limit_words(await self.ask(seat, request), limit, enforce=self.spec.words.cut)
+        said = limit_words(await self.ask(seat, request), limit, enforce=self.spec.words.cut)
+        return dataclasses.replace(said, empty_at_token_limit=key in self.empty_at_limit)
 
     async def cast_vote(self, seat: str, phase: str, choices: Sequence[str], task: str, key: str,
                         **state: Any) -> VoteResult:
@@ -195,7 +205,7 @@ class EliminationGame:
         for attempt in (1, 2):
             request = MoveRequest(
                 messages=messages, key=f"{key}/try{attempt}", kind=phase, choices=tuple(choices),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.vote),
+                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.vote, phase),
                 state=self.state(view, phase, choices=list(choices), attempt=attempt,
                                  problem=attempts[-1]["problem"] if attempts else None, **state),
             )
@@ -203,9 +213,10 @@ class EliminationGame:
             parsed = parse_vote(text, seat, choices, self.labels, eliminated)
             if parsed.problem is None:
                 return VoteResult(seat, parsed.target, parsed.reason, tuple(attempts))
-            attempts.append({"reply": text, "problem": parsed.problem})
+            problem = TOKEN_LIMIT_PROBLEM if request.key in self.empty_at_limit else parsed.problem
+            attempts.append({"reply": text, "problem": problem})
             messages = [*messages, {"role": "assistant", "content": text},
-                        {"role": "user", "content": prompts.reask_note(parsed.problem, choices)}]
+                        {"role": "user", "content": prompts.reask_note(problem, choices)}]
         return VoteResult(seat, None, parsed.reason, tuple(attempts))
 
     def record_vote(self, result: VoteResult, phase: str) -> None:
@@ -258,7 +269,7 @@ class EliminationGame:
             request = MoveRequest(
                 messages=prompts.messages_for(self.system(seat), view, prompts.preference_task(others)),
                 key=f"r{self.round}/preference/{seat}", kind="preference", choices=tuple(others),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.preference),
+                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.preference, "preference"),
                 state=self.state(view, "preference"),
             )
             return await self.ask(seat, request)

@@ -78,6 +78,16 @@ def rank_differences(final_ranks: pl.DataFrame, games: pl.DataFrame) -> list[dic
     return sorted(out, key=lambda d: (d["file"] or "", d["game_id"]))
 
 
+def _empty_replies(corpus: Corpus) -> dict[str, int]:
+    """Per model: replies the token limit cut before any visible text (messages and vote tries)."""
+    counts: Counter[str] = Counter()
+    for row in corpus.tables["messages"].filter(pl.col("empty_at_token_limit")).iter_rows(named=True):
+        counts[row["model"]] += 1
+    for row in corpus.tables["votes"].filter(pl.col("token_limit_replies") > 0).iter_rows(named=True):
+        counts[row["voter_model"]] += row["token_limit_replies"]
+    return dict(sorted(counts.items()))
+
+
 def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
     """What was read and how: every skipped file with its reason, the rank source of every game
     that did not use the chosen one, and every game whose re-derived ranks differ from the recorded."""
@@ -106,6 +116,7 @@ def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
         "invalid_vote_markers": dict(zip(markers["target_marker"].to_list(), markers["len"].to_list(), strict=True)),
         "invalid_votes": int(votes.filter(~pl.col("valid")).height),
         "memory_notes": corpus.tables["memory_notes"].height,
+        "empty_at_token_limit": _empty_replies(corpus),
         "unknown_record_kinds": dict(sorted(unknown.items())),
         "problems": {g.file: g.problems for g in sorted(corpus.games, key=lambda g: g.file) if g.problems},
     }

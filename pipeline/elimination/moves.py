@@ -19,6 +19,7 @@ class LimitedText:
     words: int  # words of the reply before any cut
     limit: int
     enforced: bool = True  # False: the limit is only stated, as in the original
+    empty_at_token_limit: bool = False  # the token limit cut the reply before any visible text
 
     @property
     def cut(self) -> bool:
@@ -29,10 +30,14 @@ class LimitedText:
         return max(0, self.words - self.limit)
 
     def extra(self) -> dict[str, object] | None:
-        """What the log records about the cut (nothing when the reply was within the limit)."""
-        if not self.cut:
-            return None
-        return {"cut": True, "words": self.words, "limit": self.limit, "overrun_words": self.overrun}
+        """What the log records about the cut and an empty reply at the token limit (nothing
+        when neither happened)."""
+        data: dict[str, object] = {}
+        if self.cut:
+            data.update({"cut": True, "words": self.words, "limit": self.limit, "overrun_words": self.overrun})
+        if self.empty_at_token_limit:
+            data["empty_at_token_limit"] = True
+        return data or None
 
 
 def limit_words(reply: str, limit: int, enforce: bool = True) -> LimitedText:

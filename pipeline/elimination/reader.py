@@ -63,10 +63,12 @@ TABLE_SCHEMAS: dict[str, dict[str, Any]] = {
     "seats": {"game_id": pl.String, "seat": pl.String, "player_id": pl.String, "model": pl.String},
     "messages": {"game_id": pl.String, "round": pl.Int64, "subround": pl.Int64, "kind": pl.String,
                  "seat": pl.String, "model": pl.String, "target_seat": pl.String, "target_model": pl.String,
-                 "text": pl.String, "words": pl.Int64, "words_recorded": pl.Int64, "cut": pl.Boolean},
+                 "text": pl.String, "words": pl.Int64, "words_recorded": pl.Int64, "cut": pl.Boolean,
+                 "empty_at_token_limit": pl.Boolean},
     "votes": {"game_id": pl.String, "round": pl.Int64, "phase": pl.String, "voter_seat": pl.String,
               "voter_model": pl.String, "target_seat": pl.String, "target_model": pl.String,
-              "valid": pl.Boolean, "target_marker": pl.String, "reason": pl.String},
+              "valid": pl.Boolean, "target_marker": pl.String, "token_limit_replies": pl.Int64,
+              "reason": pl.String},
     "eliminations": {"game_id": pl.String, "round": pl.Int64, "order": pl.Int64, "seat": pl.String,
                      "model": pl.String, "jury": pl.Boolean, "tie_break": pl.Boolean,
                      "cumu_check": pl.Boolean, "random_pick": pl.Boolean},
@@ -232,7 +234,7 @@ def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
             jury_round = rnd if jury_round is None else jury_round
             valid = (r.get("extra") or {}).get("valid", target is not None)
             game.rows["votes"].append(_vote_row(game_id, players, rnd, "jury", voter, target, marker,
-                                                r.get("reason"), valid))
+                                                r.get("reason"), valid, r.get("extra") or {}))
         elif kind == "elimination":
             players.target(r.get("eliminated_player"))
             eliminations.append(r)
@@ -303,15 +305,26 @@ def _message(game: ParsedGame, players: _Players, r: dict[str, Any], seat: str |
         "model": players.model_of_seat.get(seat) if seat else None, "target_seat": target,
         "target_model": players.model_of_seat.get(target) if target else None, "text": text,
         "words": int(extra.get("words", recorded)) if cut else recorded, "words_recorded": recorded, "cut": cut,
+        "empty_at_token_limit": bool(extra.get("empty_at_token_limit")),
     })
 
 
+TOKEN_LIMIT_PROBLEM = "the reply was cut by the token limit before any visible text"
+
+
+def _token_limit_replies(extra: dict[str, Any]) -> int:
+    """Tries of a vote (our logs' `extra.invalid_attempts`) that the token limit cut before any text."""
+    attempts = extra.get("invalid_attempts") or []
+    return sum(1 for a in attempts if isinstance(a, dict) and a.get("problem") == TOKEN_LIMIT_PROBLEM)
+
+
 def _vote_row(game_id: str, players: _Players, rnd: Any, phase: str, voter: str | None, target: str | None,
-              marker: str | None, reason: Any, valid: bool) -> dict[str, Any]:
+              marker: str | None, reason: Any, valid: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"game_id": game_id, "round": rnd, "phase": phase, "voter_seat": voter,
             "voter_model": players.model_of_seat.get(voter) if voter else None, "target_seat": target,
             "target_model": players.model_of_seat.get(target) if target else None,
             "valid": bool(valid and target is not None), "target_marker": marker,
+            "token_limit_replies": _token_limit_replies(extra or {}),
             "reason": reason if isinstance(reason, str) else None}
 
 
@@ -337,7 +350,7 @@ def _match_votes(game: ParsedGame, players: _Players, votes: Sequence[dict[str, 
         target, marker = players.target(v.get("target_id"))
         game.rows["votes"].append(_vote_row(
             game.game_id, players, v.get("round"), phase, players.seat_of.get(v.get("voter_id")), target, marker,
-            reason.get("reason") if reason else None, extra.get("valid", target is not None)))
+            reason.get("reason") if reason else None, extra.get("valid", target is not None), extra))
 
 
 def _is_permutation(ranks: dict[str, int], seats: Sequence[str]) -> bool:

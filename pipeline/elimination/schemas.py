@@ -50,6 +50,7 @@ class MessagesSchema(StrictTable):
     words: int = pa.Field(ge=0)  # words of the reply before any cut
     words_recorded: int = pa.Field(ge=0)
     cut: bool
+    empty_at_token_limit: bool  # the token limit cut the reply before any visible text (reasoning models)
 
 
 class VotesSchema(StrictTable):
@@ -64,6 +65,7 @@ class VotesSchema(StrictTable):
     target_model: str = pa.Field(nullable=True)
     valid: bool
     target_marker: str = pa.Field(nullable=True)  # the original's invalid-vote marker, e.g. "(invalid/skipped)"
+    token_limit_replies: int = pa.Field(ge=0)  # tries the token limit cut before any visible text
     reason: str = pa.Field(nullable=True)
 
 
@@ -159,6 +161,7 @@ class ModelStatsSchema(StrictTable):
     cut_messages: int = pa.Field(ge=0)
     votes_cast: int = pa.Field(ge=0)
     invalid_votes: int = pa.Field(ge=0)
+    empty_at_token_limit: int = pa.Field(ge=0)  # replies (messages and vote tries) cut before any text
 
 
 class RankDistributionSchema(StrictTable):
