@@ -16,16 +16,18 @@ from pipeline.elimination.importer import run_import
 from pipeline.elimination.reader import read_corpus
 from tests.conftest import REPO
 
-# seven real logs of the original's public corpus (copied from shared/samples/elimination-corpus):
-# invalid-vote markers, seat-keyed final ranks, memory notes, a cumulative tie-break, and a game
-# whose recorded final ranks differ from what its records say
+# eight real logs of the original's public corpus (copied from shared/samples/elimination-corpus):
+# invalid-vote markers, seat-keyed final ranks, memory notes, a cumulative tie-break, a game
+# whose recorded final ranks differ from what its records say, and a message holding U+2028
+UNICODE_SEPARATOR = "1754806601657650"
 CORPUS = REPO / "tests" / "data" / "elimination-corpus"
 CORPUS_FILES = sorted(CORPUS.glob("*.jsonl"))
 SEAT_KEYED = {"1752482503304408", "1752482503304677"}
 
 
 def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # split("\n"), not splitlines(): some messages hold U+2028, which splitlines() would break on
+    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
 
 
 def recorded_points() -> dict[str, tuple[int, float]]:
@@ -48,9 +50,9 @@ def import_corpus(tmp_path: Path, paths: list[Path] | None = None, **settings) -
 
 
 def test_every_sample_log_is_read_and_every_quirk_kept(tmp_path: Path) -> None:
-    assert len(CORPUS_FILES) == 7
+    assert len(CORPUS_FILES) == 8
     corpus = read_corpus([CORPUS])
-    assert corpus.skipped == [] and len(corpus.finished) == 7
+    assert corpus.skipped == [] and len(corpus.finished) == 8
     votes = corpus.tables["votes"]
     all_records = [r for path in CORPUS_FILES for r in records(path)]
     markers = [r["target_id"] for r in all_records
@@ -64,6 +66,15 @@ def test_every_sample_log_is_read_and_every_quirk_kept(tmp_path: Path) -> None:
     assert notes["model"].str.ends_with("-memory").all()
     variants = dict(corpus.tables["games"].select("game_id", "variant").iter_rows())
     assert variants["1740655552619356"] == "memory" and variants["1739872030686895"] == "standard"
+
+
+def test_a_message_with_a_unicode_line_separator_stays_one_message() -> None:
+    path = next(p for p in CORPUS_FILES if UNICODE_SEPARATOR in p.name)
+    assert "\u2028" in path.read_text()
+    messages = read_corpus([path]).tables["messages"]
+    expected = [r["message"] for r in records(path) if r["type"] in ("conversation", "private")]
+    assert sorted(messages["text"].to_list()) == sorted(expected)
+    assert any("\u2028" in text for text in messages["text"].to_list())
 
 
 def test_seat_keyed_final_ranks_go_to_the_right_models() -> None:
@@ -113,7 +124,7 @@ def test_re_deriving_the_ranks_is_an_option_that_changes_exactly_the_listed_game
 def test_a_corrupt_log_is_skipped_with_its_reason_and_unknown_records_are_counted(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    lines = CORPUS_FILES[0].read_text().splitlines()
+    lines = CORPUS_FILES[0].read_text().split("\n")[:-1]
     (logs / "game_cut.jsonl").write_text("\n".join(lines[:40]) + "\n" + lines[40][:30] + "\n")
     extra = json.dumps({"game_id": 7, "type": "spectator_comment", "round": 1, "text": "hi"})
     (logs / "game_extra.jsonl").write_text("\n".join(lines) + "\n" + extra + "\n")
