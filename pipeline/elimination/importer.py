@@ -159,6 +159,9 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
     write_json_atomic(out / "metrics.json", metric_tables.metrics_json(board, stats))
     report = build_report(corpus, settings.ranks)
     write_json_atomic(out / "import_report.json", report)
+    say(f"final ranks: {settings.ranks}; {len(report['rank_differences'])} game(s) whose re-derived ranks differ "
+        f"from the recorded ones, {report['invalid_votes']} invalid vote(s), {report['memory_notes']} memory "
+        f"note(s); details in {out / 'import_report.json'}")
     if calls_out is not None:
         write_table(calls_out, collect_calls(paths), CallsSchema,
                     sort_by=["job", "roster_name", "request_id", "attempt"])
