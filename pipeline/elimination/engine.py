@@ -172,8 +172,8 @@ class EliminationGame:
         }
 
     def max_tokens(self, seat: str, budget: int, kind: str) -> int:
-        """The game's budget for this kind of move, unless the roster entry sets its own
-        (`sampling.move_max_tokens`, for reasoning models); capped by the entry's max_tokens."""
+        """The roster entry's own budget for this kind of move (`sampling.move_max_tokens`, for
+        reasoning models) when it sets one, else the game's budget capped by its max_tokens."""
         entry = self.players[self.name_of[seat]].entry
         return budget if entry.is_bot else entry.sampling.budget(kind, budget)
 

@@ -104,7 +104,7 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
     for row in leaderboard.iter_rows(named=True):
         s = stats_by_model.get(row["model"], {})
         result[row["model"]] = {k: _clean(v) for k, v in {
-            "rank": row["rank"], "mu": row["mu"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
+            "rank": row["rank"], "mu": row["mu"], "mu_rel": row["mu_rel"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
             "mu_hi": row["mu_hi"], "games": row["games"], "points_sum": row["points_sum"],
             "avg_points": row["avg_points"], "wins": s.get("wins"), "first_out": s.get("first_out"),
             "final2_win_rate": s.get("final2_win_rate"), "betrayal_rate": s.get("betrayal_rate"),
