@@ -176,3 +176,14 @@ def test_the_import_command_takes_the_rating_options(tmp_path: Path, capsys) -> 
     assert json.loads((out / "import_report.json").read_text())["ranks"] == "derived"
     with pytest.raises(SystemExit):
         main(["elimination", "import", str(CORPUS), "--out", str(out), "--aggregate", "mode"])
+
+
+def test_a_log_without_final_results_is_rated_only_when_ranks_are_derived(tmp_path: Path) -> None:
+    kept = [json.dumps(r) for r in records(CORPUS_FILES[0]) if r["type"] != "final_results"]
+    path = tmp_path / "game_nofinal.jsonl"
+    path.write_text("\n".join(kept) + "\n")
+    recorded = read_corpus([path])
+    assert len(recorded.games) == 1 and recorded.finished == []  # the original's table counts no such game
+    assert "no usable final_results" in recorded.games[0].problems[0]
+    derived = read_corpus([path], ranks="derived")
+    assert len(derived.finished) == 1 and derived.tables["games"]["rank_source"].to_list() == ["derived"]

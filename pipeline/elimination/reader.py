@@ -9,8 +9,10 @@ Final ranks, two sources, both always computed and compared:
   n, n-1, ...; the jury round's elimination record (or, when a log has none, the jury votes,
   then the votes over the whole game) decides 2 and 1.
 
-Each source falls back to the other when it cannot decide a game (a log without `final_results`;
-a tied jury without an elimination record); `rank_source` says which one a game used.
+A log without usable `final_results` is not rated by default, as the original's leaderboard
+(which sums recorded partial points) did not count it; with "derived", a game its records cannot
+decide (a tied jury without its elimination record) falls back to the recorded ranks.
+`rank_source` says which one a game used.
 
 The original's quirks read faithfully: invalid votes name a marker instead of a player
 (`"(invalid/skipped)"`, `"(invalid_or_skipped)"`; kept in `votes.target_marker`), `memory_note`
@@ -386,13 +388,21 @@ def _ranks(game: ParsedGame, players: _Players, eliminations: Sequence[dict[str,
         if recorded:
             game.problems.append("final_results does not rank every seat 1..n")
         recorded = {}
+    # recorded (the original's leaderboard): a log without usable final_results is not rated, as
+    # there; derived: a game its records cannot decide (a tied jury without its record) falls back
+    # to the recorded ranks
     options = {"recorded": recorded, "derived": derived}
-    used = source if options[source] else next((k for k in RANK_SOURCES if options[k]), None)
+    if options[source]:
+        used: str | None = source
+    elif source == "derived" and recorded:
+        used = "recorded"
+        game.problems.append("final ranks recorded: the records cannot decide this game")
+    else:
+        used = None
+        game.problems.append("incomplete game: no final ranks" if not derived else
+                             "not rated: no usable final_results (the original rates only those; "
+                             "--ranks derived rates it from its records)")
     chosen = options[used] if used else {}
-    if used is None:
-        game.problems.append("incomplete game: no final ranks")
-    elif used != source:
-        game.problems.append(f"final ranks {used}: the {source} ranks cannot decide this game")
     game.ranks = chosen or None
     for order, (seat, e, jury) in enumerate(out, 1):
         game.rows["eliminations"].append({
