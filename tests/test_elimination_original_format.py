@@ -120,6 +120,7 @@ def test_when_every_seat_is_tied_the_tied_seats_still_speak() -> None:
     statements = [r for r in of_type(records, "conversation", 1) if r["subround"] == 600]
     assert sorted(seat(r["player_id"]) for r in statements) == ["P1", "P2", "P3", "P4"]
     assert of_type(records, "private_revote_reason", 1) == []
+    assert all(r["message"] for r in statements)  # the heuristic bot spoke to the all-tied prompt
     out = of_type(records, "elimination", 1)[0]
     assert out["tie_break"] is True and out["extra"]["rule"] in ("cumulative", "random")
 

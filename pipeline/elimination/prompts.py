@@ -153,6 +153,12 @@ def vote_task(choices: Sequence[str]) -> str:
 
 
 def tiebreak_task(tied: Sequence[str], voters: Sequence[str], limit: int) -> str:
+    if not voters:  # every seat is tied: nobody re-votes, the votes over the whole game decide
+        return (
+            f"The vote is tied between every seat still in ({', '.join(tied)}), so nobody is left to re-vote: "
+            "the votes over the whole game decide, then chance. Make a short statement to everyone "
+            f"(at most {limit} words). Reply with the statement only."
+        )
     return (
         f"The vote is tied between {', '.join(tied)}. You are one of them. Speak to the seats that "
         f"will re-vote ({', '.join(voters)}) in at most {limit} words. Reply with the statement only."
