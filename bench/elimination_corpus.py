@@ -21,10 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pipeline  # noqa: E402,F401
-from _common import write_result  # noqa: E402
-from pipeline.elimination.config import RatingSettings  # noqa: E402
-from pipeline.elimination.importer import run_import  # noqa: E402
+from _common import write_result
+
+import pipeline  # noqa: F401
+from pipeline.elimination.config import RatingSettings
+from pipeline.elimination.importer import run_import
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS = [ROOT.parent / "shared" / "samples" / "elimination-corpus", ROOT / "tests" / "data" / "elimination-corpus"]
