@@ -409,3 +409,13 @@ def test_the_injected_line_counts_in_the_spys_characters_and_fouls(tmp_path: Pat
     script.set("s3", "speech", 1, f"{SPY_WORD} is what I mean")
     fouled, _ = play(tmp_path, spy=2, variant=variant, replicate=3)
     assert seat(fouled, "P3")["fouls"] == ["own_word"]
+
+
+def test_no_secret_word_of_the_list_is_in_an_injected_line() -> None:
+    """The line is foul-checked as part of the spy's speech: a secret word inside the line itself
+    would make every attack or defense speech of that pair a foul, whatever the model said."""
+    from pipeline.whoisspy.words import WORD_PAIRS
+
+    for pair in WORD_PAIRS:
+        for word in (pair.first, pair.second):
+            assert not says_word(ATTACK_LINE, word) and not says_word(DEFENSE_LINE, word), word
