@@ -78,7 +78,7 @@ def synthetic_game(index: int, models: list[str], skill: dict[str, float]) -> li
             for voter in [s for s in active if s not in (target, rival)]:
                 log.append(rec.vote_reason(gid, rnd, "revote", pid[voter], pid[target], text(rng, 8, 25)))
                 log.append(rec.vote(gid, rnd, pid[voter], pid[target]))
-        log.append(rec.elimination(gid, rnd, pid[target], tie_break=False, cumu_check=False, random_pick=False))
+        log.append(rec.elimination(gid, rnd, pid[target], tie_break=False, random_pick=False))
         active.remove(target)
         out.append(target)
     for s in active:
@@ -88,7 +88,7 @@ def synthetic_game(index: int, models: list[str], skill: dict[str, float]) -> li
     for juror in out:
         choice = (rng.choice(active) if split else (loser if rng.random() < 0.8 else rng.choice(active)))
         log.append(rec.vote_reason(gid, 7, "jury", pid[juror], pid[choice], text(rng, 8, 25)))
-    log.append(rec.elimination(gid, 7, pid[loser], tie_break=split, cumu_check=split, random_pick=False))
+    log.append(rec.elimination(gid, 7, pid[loser], tie_break=split, random_pick=False))
     winner = next(s for s in active if s != loser)
     ranks = {pid[s]: 8 - i for i, s in enumerate(out)}
     ranks.update({pid[loser]: 2, pid[winner]: 1})

@@ -33,7 +33,8 @@ def test_a_tie_goes_to_statements_and_a_revote_by_the_seats_not_tied() -> None:
     out = of_type(records, "elimination", 1)[0]
     assert seat(out["eliminated_player"]) == "P4"
     # as in the original's logs, a tie settled by the re-vote is not flagged as a tie-break
-    assert (out["tie_break"], out["cumu_check"], out["random_pick"]) == (False, False, False)
+    assert (out["tie_break"], out["random_pick"], out["extra"]["rule"]) == (False, False, "revote")
+    assert "cumu_check" not in out  # the original's later logs have no such key
     assert out["extra"]["rule"] == "revote" and out["extra"]["revote_tally"] == {"P3": 0, "P4": 6}
 
 
@@ -53,11 +54,11 @@ def test_a_tie_the_revote_cannot_settle_goes_to_the_votes_over_the_whole_game() 
     assert seat(of_type(records, "elimination", 1)[0]["eliminated_player"]) == "P8"
     out = of_type(records, "elimination", 2)[0]
     assert seat(out["eliminated_player"]) == "P3"  # 5 votes against it over the game, P4 4
-    assert (out["tie_break"], out["cumu_check"], out["random_pick"]) == (True, True, False)
+    assert (out["tie_break"], out["random_pick"], out["extra"]["rule"]) == (True, False, "cumulative")
     assert out["extra"]["cumulative"] == {"P3": 5, "P4": 4}
     # P7's re-vote was invalid twice: recorded as an abstention with both problems
     p7 = [v for v in of_type(records, "vote", 2) if seat(v["voter_id"]) == "P7" and v["extra"]["phase"] == "revote"]
-    assert p7[0]["target_id"] is None and p7[0]["extra"]["valid"] is False
+    assert p7[0]["target_id"] == "(invalid/skipped)" and p7[0]["extra"]["valid"] is False
     problems = [a["problem"] for a in p7[0]["extra"]["invalid_attempts"]]
     assert problems == ["the reply names no seat label (P1, P2, ...)", "P7 is your own seat"]
 
@@ -67,7 +68,7 @@ def test_still_tied_on_the_whole_game_goes_to_a_seeded_random_pick() -> None:
     records = scripted(two_round_tie(round1))
     out = of_type(records, "elimination", 2)[0]
     assert out["extra"]["cumulative"] == {"P3": 5, "P4": 5}
-    assert (out["tie_break"], out["cumu_check"], out["random_pick"]) == (True, True, True)
+    assert (out["tie_break"], out["random_pick"], out["extra"]["rule"]) == (True, True, "random")
     assert seat(out["eliminated_player"]) in ("P3", "P4")
     again = scripted(two_round_tie(round1))
     assert of_type(again, "elimination", 2)[0]["eliminated_player"] == out["eliminated_player"]
@@ -97,7 +98,7 @@ def test_a_split_jury_goes_to_the_votes_over_the_whole_game() -> None:
     assert len(jury) == 6 and not of_type(records, "vote", 7)  # jury votes are logged as reasons only
     out = of_type(records, "elimination", 7)[0]
     assert seat(out["eliminated_player"]) == "P2"  # P3 voted against P2 in round 6, nobody against P1
-    assert (out["tie_break"], out["cumu_check"], out["random_pick"]) == (True, True, False)
+    assert (out["tie_break"], out["random_pick"], out["extra"]["rule"]) == (True, False, "cumulative")
     assert final_ranks(records) == {f"P{i}": i for i in range(1, 9)}
     result = of_type(records, "final_results")[0]
     assert result["winners"] == ["P1"] and result["partial_points"][result["winners_full"][0]] == 1.0
@@ -111,9 +112,9 @@ def test_a_split_jury_goes_to_the_votes_over_the_whole_game() -> None:
 
 def test_a_jury_majority_decides_and_an_even_split_with_equal_history_is_random() -> None:
     majority = scripted(ladder({"P3": "P1", "P4": "P1", "P5": "P1", "P6": "P1", "P7": "P2", "P8": "P2"}))
-    out = of_type(majority, "elimination", 7)[0]
-    assert seat(out["eliminated_player"]) == "P1" and out["extra"]["rule"] == "votes"
-    assert final_ranks(majority)["P2"] == 1
+    # as in the original's logs, a jury majority writes no elimination record: the ranks say it
+    assert of_type(majority, "elimination", 7) == []
+    assert final_ranks(majority)["P2"] == 1 and final_ranks(majority)["P1"] == 2
     split = ladder({"P3": "P1", "P4": "P1", "P5": "P1", "P6": "P2", "P7": "P2", "P8": "P2"}, last_vote_of_p3="none")
     records = scripted(split)
     out = of_type(records, "elimination", 7)[0]
@@ -123,7 +124,7 @@ def test_a_jury_majority_decides_and_an_even_split_with_equal_history_is_random(
 def test_our_log_is_read_back_and_its_final_ranks_re_derived(tmp_path: Path) -> None:
     records = scripted(ladder({"P3": "P1", "P4": "P1", "P5": "P1", "P6": "P2", "P7": "P2", "P8": "P2"}))
     path = write_log(tmp_path / "game_test01_20250101_000000.jsonl", records)
-    game = read_game(path)
+    game = read_game(path, ranks="derived")
     assert game.ranks == {f"P{i}": i for i in range(1, 9)}
     row = game.rows["games"][0]
     assert row["matches_final_results"] is True and row["rank_source"] == "derived"
@@ -140,16 +141,16 @@ def test_bad_model_replies_are_cut_cleaned_reasked_and_recorded(tmp_path: Path, 
     seats = ("noisy",) + ("heuristic-bot",) * 7
     records = play(seats, roster, "bad01", tmp_path)
     public = [r for r in of_type(records, "conversation", 1) if seat(r["player_id"]) == "P1"][0]
-    assert len(public["message"].split()) == 80
-    assert public["extra"] == {"cut": True, "words": 121, "limit": 80, "overrun_words": 41}
+    # the limit is stated, not enforced (the original): the whole reply is recorded as said
+    assert len(public["message"].split()) == 121 and "extra" not in public
     result = of_type(records, "preference_result", 1)[0]
     assert result["extra"]["dropped"]["P1"] == ["P9"]
     assert sorted(result["extra"]["filled"]["P1"]) == [f"P{i}" for i in range(2, 9)]
     vote = [v for v in of_type(records, "vote", 1) if seat(v["voter_id"]) == "P1"][0]
-    assert vote["target_id"] is None and vote["extra"]["resolution"] == "abstain"
+    assert vote["target_id"] == "(invalid/skipped)" and vote["extra"]["resolution"] == "abstain"
     assert [a["problem"] for a in vote["extra"]["invalid_attempts"]] == ["P9 is not a seat in this game"] * 2
     reason = [r for r in of_type(records, "private_vote_reason", 1) if seat(r["voter_id"]) == "P1"][0]
-    assert reason["target_id"] is None
+    assert reason["target_id"] == "(invalid_or_skipped)"
     reask = [c for c in fake_provider.calls if "does not count" in c["messages"][-1]["content"]]
     assert reask and "P9 is not a seat in this game" in reask[0]["messages"][-1]["content"]
     # the game still ran to the end
@@ -197,9 +198,12 @@ def test_no_prompt_holds_another_pairs_private_talk_or_another_seats_vote_reason
     assert own_private_seen > 0  # seats do see their own conversations, so the check can fail
 
 
-def test_word_limits_come_from_params() -> None:
+def test_word_limits_are_stated_and_cut_only_as_an_option() -> None:
     roster = [{"name": "script", "bot": "script", "bot_options": {"replies": {"r1/statement/P2": "one two three four"}}}]
-    records = play(("script",) * 4, roster, "words01", words=WordLimits(public=3, private=[5, 4, 3]))
+    stated = play(("script",) * 4, roster, "words00", words=WordLimits(public=3, private=[5, 4, 3]))
+    p2 = [r for r in of_type(stated, "conversation", 1) if seat(r["player_id"]) == "P2"][0]
+    assert p2["message"] == "one two three four" and "extra" not in p2  # as the original: not cut
+    records = play(("script",) * 4, roster, "words01", words=WordLimits(public=3, private=[5, 4, 3], cut=True))
     p2 = [r for r in of_type(records, "conversation", 1) if seat(r["player_id"]) == "P2"][0]
     assert p2["message"] == "one two three" and p2["extra"]["overrun_words"] == 1
     for r in of_type(records, "private"):
@@ -212,4 +216,6 @@ def test_games_of_any_size_finish_with_a_full_ranking(n: int) -> None:
     seats = tuple("random-bot" if i % 2 else "heuristic-bot" for i in range(n))
     records = play(seats, roster, f"size{n}")
     assert sorted(final_ranks(records).values()) == list(range(1, n + 1))
-    assert len(of_type(records, "elimination")) == n - 1
+    jury_round = n - 1
+    assert len([e for e in of_type(records, "elimination") if e["round"] < jury_round]) == n - 2
+    assert all(e["tie_break"] for e in of_type(records, "elimination", jury_round))  # only a split jury

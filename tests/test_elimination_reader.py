@@ -28,7 +28,7 @@ def recorded_final(path: Path) -> dict:
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name[:21])
 def test_the_samples_final_results_are_re_derived_from_their_records(path: Path) -> None:
-    game = read_game(path)
+    game = read_game(path, ranks="derived")
     final = recorded_final(path)
     recorded = {pid: rank for pid, rank in final["final_ranks"].items()}
     derived = {next(r["player_id"] for r in game.rows["seats"] if r["seat"] == s): rank
@@ -98,7 +98,7 @@ def test_import_writes_the_leaderboard_tables_and_report(tmp_path: Path, capsys)
     assert "garbage.jsonl" in err and "4 skipped" in err
     with (out / "leaderboard.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["model", "mu", "sigma", "games", "points_sum", "avg_points"]
+    assert list(rows[0]) == ["model", "mu", "mu_rel", "sigma", "games", "points_sum", "avg_points"]
     models = {r["model"] for r in rows}
     assert {"gemini_20_flash", "r1-fireworks", "chatgpt-4o-03-27", "o3-mini"} <= models
     assert len(models) == 20  # 24 seats; o1, grok2, llama33_70b and o3-mini played twice

@@ -56,13 +56,14 @@ def recorder_bot(options: Mapping[str, Any]):
 
 
 def play(seats: tuple[str, ...], roster: list[dict[str, Any]], game_id: str = "test01", tmp: Path | None = None,
-         words: WordLimits | None = None, reply_tokens: ReplyTokens | None = None) -> list[dict[str, Any]]:
-    """Play one game in process; returns its records."""
+         words: WordLimits | None = None, reply_tokens: ReplyTokens | None = None,
+         **options: Any) -> list[dict[str, Any]]:
+    """Play one game in process; returns its records. `options`: GameSpec's votes, variant, ..."""
     models = models_params(roster)
     gateway = Gateway(models, job=f"elimination/{game_id}", cache_dir=Path(tmp or tempfile.mkdtemp()) / "cache")
     players = make_players(models, gateway, seed_from("elimination", game_id), names=sorted(set(seats)),
                            game="elimination")
-    spec = GameSpec(game_id, seats, words or WordLimits(), reply_tokens or ReplyTokens())
+    spec = GameSpec(game_id, seats, words or WordLimits(), reply_tokens or ReplyTokens(), **options)
     return asyncio.run(EliminationGame(spec, players).play())
 
 
@@ -76,4 +77,4 @@ def of_type(records: list[dict[str, Any]], kind: str, round_no: int | None = Non
 
 
 def seat(pid: str | None) -> str | None:
-    return None if pid is None else "P" + pid.split("_", 1)[0].removeprefix("Player")
+    return None if pid is None or not pid.startswith("Player") else "P" + pid.split("_", 1)[0].removeprefix("Player")

@@ -295,3 +295,26 @@ def test_conservative() -> None:
     assert conservative(30.0, 2.0, k=2.0) == 26.0
     got = conservative(np.array([1.0, 2.0]), np.array([0.5, 1.0]), k=1.0)  # type: ignore[arg-type]
     np.testing.assert_allclose(got, [0.5, 1.0])
+
+
+def test_a_team_match_is_one_trueskill_team_update() -> None:
+    """Who is Spy's default: the spy against the civilians' team, one update per game."""
+    from pipeline.core.rating import Pairwise, RatingParams, TeamMatch, rate_sequence, rating_summary
+
+    params = RatingParams(mu=25.0, sigma=25 / 3, beta=25 / 6, tau=0.0, draw_probability=0.0)
+    game = TeamMatch(a=("spy",), b=("c3", "c1", "c2"), outcome="a")
+    assert game.b == ("c1", "c2", "c3") and game.players == ("spy", "c1", "c2", "c3")
+    got = rate_sequence([game], params)
+    env = params.env()
+    (spy,), civilians = env.rate([(env.create_rating(),), tuple(env.create_rating() for _ in range(3))], ranks=[0, 1])
+    assert got["spy"].mu == pytest.approx(spy.mu) and got["spy"].sigma == pytest.approx(spy.sigma)
+    assert [got[c].mu for c in ("c1", "c2", "c3")] == pytest.approx([r.mu for r in civilians])
+    # split into pairs, the spy would get three updates and end up far more certain
+    pairs = rate_sequence([Pairwise("spy", c, "a") for c in ("c1", "c2", "c3")], params)
+    assert pairs["spy"].sigma < got["spy"].sigma
+    table = rating_summary([game, TeamMatch(("c1",), ("spy", "c2"), "b")], params, passes=3, seed=0, resamples=2,
+                           bootstrap_passes=2)
+    assert dict(zip(table["player"], table["events"], strict=True)) == {"spy": 2, "c1": 2, "c2": 2, "c3": 1}
+    for bad in [(("a",), ("a", "b")), ((), ("b",)), (("a", "a"), ("b",))]:
+        with pytest.raises(ValueError):
+            TeamMatch(bad[0], bad[1], "a")

@@ -49,7 +49,8 @@ WHOISSPY = {
 ELIMINATION = {
     "reply_tokens": {"statement": 12, "preference": 8, "private": 8, "vote": 6},
     "schedule": {
-        "lineups": [["mock-b", "heuristic-bot", "random-bot", "heuristic-bot", "random-bot", "heuristic-bot",
+        # mock-b in two seats: enough model calls for the fault tests' 20% rate to show every kind
+        "lineups": [["mock-b", "heuristic-bot", "random-bot", "heuristic-bot", "mock-b", "heuristic-bot",
                      "random-bot", "heuristic-bot"]],
         "rotations": 1,
         "max_seats_per_player": 4,

@@ -90,6 +90,7 @@ def play(
     rules: RulesParams | None = None,
     starter: int = 0,
     replicate: int = 0,
+    focal: str | None = None,
 ) -> tuple[dict[str, Any], Gateway]:
     models = models_params(ROSTER)
     spec = make_spec(
@@ -102,6 +103,8 @@ def play(
         rules=rules,
         starter=starter,
         replicate=replicate,
+        focal=focal,
+        focal_role=None if focal is None else ("spy" if (seats or SEATS)[spy] == focal else "civilian"),
     )
     gateway = Gateway(models, job="test", cache_dir=tmp_path / "cache")
     return run_game(spec, models, gateway), gateway
@@ -341,8 +344,8 @@ def test_injected_line_reaches_others_only_as_the_spys_speech(tmp_path: Path, sc
     record, _ = play(tmp_path, spy=2, variant=variant)  # P1 starts; P3 is the spy
     speeches = events(record, "speech")
     for e in speeches:
-        assert (line in e["shown"]) == (e["seat"] == "P3") and line not in e["text"]
-    assert all(e["fouls"] == [] for e in speeches)  # the same line every round is no repeat
+        assert (line in e["shown"]) == (e["seat"] == "P3") == (line in e["text"])  # part of the speech
+    assert all(e["fouls"] == [] for e in speeches)  # a new description before the line is no repeat
     spy_rounds = [e["round"] for e in speeches if e["seat"] == "P3"]
 
     def spy_speeches_heard(name: str, kind: str, round_no: int) -> int:
@@ -367,15 +370,52 @@ def test_injected_line_reaches_others_only_as_the_spys_speech(tmp_path: Path, sc
     assert all(line not in m[-1]["content"] for _, _, _, m in script.calls[before:])
 
 
-def test_reasoning_variant_asks_civilians_for_a_private_analysis(tmp_path: Path, script: Script) -> None:
+def test_reasoning_variant_asks_only_the_focal_civilian_for_an_analysis(tmp_path: Path, script: Script) -> None:
+    # as in the paper, one model reasons: the game's focal model (s3 in seat P3), a civilian here
     analysis = "P1 described something bitter, unlike the rest of us.\nVOTE: P1"
     for name in SEATS[1:]:
         script.set(name, "vote", 1, analysis)
-    record, _ = play(tmp_path, spy=0, variant="reasoning")
+    record, _ = play(tmp_path, spy=0, variant="reasoning", focal="s3")
     vote_prompts = {name: m[-1]["content"] for name, kind, _, m in script.calls if kind == "vote"}
-    assert "First give your analysis" in vote_prompts["s2"] and "First give your analysis" not in vote_prompts["s1"]
+    assert "First give your analysis" in vote_prompts["s3"]
+    assert all("First give your analysis" not in vote_prompts[n] for n in SEATS if n != "s3")
+    assert record["reasoning_seat"] == "P3"
     votes = events(record, "vote")
+    assert [e["voter"] for e in votes if "analysis" in e] == ["P3"]
     assert {e["voter"]: e["target"] for e in votes if e["voter"] != "P1"} == {f"P{i}": "P1" for i in range(2, 7)}
-    assert all(e.get("analysis") == analysis for e in votes if e["voter"] != "P1") and "analysis" not in votes[0]
     assert record["winner"] == "civilians"
     assert all("unlike the rest of us" not in m[-1]["content"] for _, _, _, m in script.calls)
+    # a focal model playing the spy: nobody reasons
+    spy_game, _ = play(tmp_path, spy=2, variant="reasoning", focal="s3", replicate=1)
+    assert spy_game["reasoning_seat"] is None and not any("analysis" in e for e in events(spy_game, "vote"))
+
+
+@pytest.mark.parametrize(("variant", "line"), [("attack", ATTACK_LINE), ("defense", DEFENSE_LINE)])
+def test_the_injected_line_counts_in_the_spys_characters_and_fouls(tmp_path: Path, script: Script,
+                                                                   variant: str, line: str) -> None:
+    rules = RulesParams(max_chars=len(line) + 20)
+    long_description = "a warm drink people enjoy in the morning with friends and family"
+    script.set("s3", "speech", 1, long_description)
+    script.set("s3", "speech", 2, "")  # no description: the line alone is no answer
+    record, _ = play(tmp_path, spy=2, variant=variant, rules=rules)
+    first = next(e for e in events(record, "speech") if e["seat"] == "P3" and e["round"] == 1)
+    assert len(first["text"]) == rules.max_chars and first["truncated"]
+    assert first["text"].startswith(long_description[:20]) and line[:20] not in first["text"][:20]
+    assert not first["text"].endswith(line)  # the cut took the end of the line
+    second = [e for e in events(record, "speech") if e["seat"] == "P3" and e["round"] == 2]
+    if second:
+        assert "no_answer" in second[0]["fouls"]
+    # the spy's own word inside the speech is a foul whatever the line says
+    script.set("s3", "speech", 1, f"{SPY_WORD} is what I mean")
+    fouled, _ = play(tmp_path, spy=2, variant=variant, replicate=3)
+    assert seat(fouled, "P3")["fouls"] == ["own_word"]
+
+
+def test_no_secret_word_of_the_list_is_in_an_injected_line() -> None:
+    """The line is foul-checked as part of the spy's speech: a secret word inside the line itself
+    would make every attack or defense speech of that pair a foul, whatever the model said."""
+    from pipeline.whoisspy.words import WORD_PAIRS
+
+    for pair in WORD_PAIRS:
+        for word in (pair.first, pair.second):
+            assert not says_word(ATTACK_LINE, word) and not says_word(DEFENSE_LINE, word), word

@@ -152,7 +152,7 @@ def test_metrics_tables_points_and_ratings(tmp_path: Path) -> None:
     votes = VotesSchema.validate(tables["votes"])
     assert (tables["games"]["score_total"] - 12).abs().max() < 1e-9
 
-    events = rating_events(tables["games"], seats, "baseline")
+    events = rating_events(tables["games"], seats, "baseline", "pairwise")
     baseline_games = [r for r in records if r["variant"] == "baseline"]
     assert len(events) == sum(
         len({p["model"] for p in r["players"] if p["role"] == "civilian"} - {next(p["model"] for p in r["players"] if p["role"] == "spy")})
@@ -188,3 +188,29 @@ def test_metrics_tables_points_and_ratings(tmp_path: Path) -> None:
     assert set(metrics) == {"heuristic-bot", "random-bot"}
     assert {"points", "win_rate_spy", "win_rate_civilian", "vote_accuracy", "foul_rate", "avg_survival_rounds",
             "trueskill_mu", "attack_foul_rate", "attack_vote_accuracy"} <= set(metrics["heuristic-bot"])
+
+
+def test_trueskill_rates_the_spy_against_the_civilian_team_once_per_game(tmp_path: Path) -> None:
+    """The spec: team spy against team civilians, one update per game; pairwise is an option."""
+    from pipeline.core.rating import Pairwise, TeamMatch
+
+    records = bot_records(tmp_path)
+    tables = build_tables(records)
+    baseline = [r for r in records if r["variant"] == "baseline"]
+    teams = rating_events(tables["games"], tables["seats"], "baseline")
+    pairwise = rating_events(tables["games"], tables["seats"], "baseline", "pairwise")
+    assert all(isinstance(e, TeamMatch) for e in teams) and all(isinstance(e, Pairwise) for e in pairwise)
+    mixed = [r for r in baseline
+             if {p["model"] for p in r["players"] if p["role"] == "civilian"} - {p["model"] for p in r["players"] if p["role"] == "spy"}]
+    assert len(teams) == len(mixed)  # one event per game with the other model among the civilians
+    for event, record in zip(teams, sorted(mixed, key=lambda r: r["game_id"]), strict=True):
+        spy = next(p["model"] for p in record["players"] if p["role"] == "spy")
+        assert event.a == (spy,) and spy not in event.b
+        assert event.outcome == ("a" if record["winner"] == "spy" else "b")
+    settings = RatingSettings(passes=2, bootstrap_resamples=0)
+    team_table, _ = ratings(teams, settings, seed=0)
+    pair_table, _ = ratings(pairwise, RatingSettings(passes=2, bootstrap_resamples=0, matchup="pairwise"), seed=0)
+    assert team_table["events"].max() <= len(mixed)
+    assert team_table["mu"].to_list() != pair_table["mu"].to_list() or len(teams) == len(pairwise)
+    with pytest.raises(ValueError, match="matchup"):
+        rating_events(tables["games"], tables["seats"], "baseline", "each")

@@ -382,6 +382,8 @@ class Gateway:
             "top_p": entry.sampling.top_p,
             "max_tokens": entry.sampling.max_tokens if max_tokens is None else max_tokens,
         }
+        if entry.sampling.reasoning_effort is not None:  # only when set: other requests keep their cache keys
+            params["reasoning_effort"] = entry.sampling.reasoning_effort
         if stop:
             params["stop"] = list(stop)
         if top_logprobs:

@@ -46,6 +46,13 @@ class Reply:
     # seconds the answer took when it was produced (a cached answer keeps its recorded time, so
     # time limits judge a rerun exactly as they judged the first run)
     latency_s: float = 0.0
+    finish_reason: str = "stop"  # "length": the token limit cut the reply (a bot never is)
+
+    @property
+    def empty_at_token_limit(self) -> bool:
+        """Cut by the token limit before any visible text: what a reasoning model returns when its
+        hidden reasoning spent the whole budget. Not the model's move: games record it as such."""
+        return self.finish_reason == "length" and not self.text.strip()
 
 
 class Player(ABC):
@@ -92,6 +99,7 @@ class ModelPlayer(Player):
             tokens_out=completion.tokens_out,
             logprobs=completion.logprobs,
             latency_s=completion.answer_latency_s,
+            finish_reason=completion.finish_reason,
         )
 
 

@@ -47,13 +47,14 @@ __all__ = [
     "Pairwise",
     "RatingEvent",
     "RatingParams",
+    "TeamMatch",
     "apply_event",
     "bootstrap_intervals",
     "conservative",
     "event_counts",
     "multi_pass",
-    "pass_ratings",
     "pass_orders",
+    "pass_ratings",
     "rate_sequence",
     "rating_summary",
 ]
@@ -180,7 +181,40 @@ class Pairwise:
         return self.outcome == "draw"
 
 
-RatingEvent: TypeAlias = FreeForAll | Pairwise
+@dataclass(frozen=True)
+class TeamMatch:
+    """One game between two teams of distinct players (e.g. a spy against its civilians);
+    `outcome` names the winning team or says "draw". Rated by trueskill's team update (the
+    reference method only: the fast core vectorizes single-player teams)."""
+
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    outcome: Literal["a", "b", "draw"]
+
+    def __post_init__(self) -> None:
+        a, b = tuple(sorted(self.a)), tuple(sorted(self.b))
+        for name in (*a, *b):
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"player names must be non-empty strings, got {name!r}")
+        if not a or not b:
+            raise ValueError("a TeamMatch needs at least one player on each team")
+        if len(set(a)) < len(a) or len(set(b)) < len(b) or set(a) & set(b):
+            raise ValueError(f"a TeamMatch needs distinct players, one team each: {a} vs {b}")
+        if self.outcome not in ("a", "b", "draw"):
+            raise ValueError(f"TeamMatch outcome must be 'a', 'b' or 'draw', got {self.outcome!r}")
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        return (*self.a, *self.b)
+
+    @property
+    def has_tie(self) -> bool:
+        return self.outcome == "draw"
+
+
+RatingEvent: TypeAlias = FreeForAll | Pairwise | TeamMatch
 
 _PAIRWISE_RANKS: dict[str, list[int]] = {"a": [0, 1], "b": [1, 0], "draw": [0, 0]}
 
@@ -204,6 +238,14 @@ def apply_event(
             "that model and trueskill's update for it is numerically meaningless; "
             "use draw_probability > 0 (e.g. the default 0.10) when games can tie"
         )
+    if isinstance(event, TeamMatch):
+        groups = [tuple(ratings[p] if p in ratings else env.create_rating() for p in team)
+                  for team in (event.a, event.b)]
+        updated = env.rate(groups, ranks=_PAIRWISE_RANKS[event.outcome])
+        for team, new_team in zip((event.a, event.b), updated):
+            for player, rating in zip(team, new_team):
+                ratings[player] = rating
+        return
     if isinstance(event, FreeForAll):
         players = list(event.players)
         ranks = [event.ranks[p] for p in players]
@@ -372,9 +414,9 @@ def _rate_plan(
     the reference rates row by row."""
     mus = np.full((plan.total, len(players)), np.nan, dtype=np.float64)
     sigmas = np.full((plan.total, len(players)), np.nan, dtype=np.float64)
-    if plan.total == 1:
+    if plan.total == 1 or any(isinstance(e, TeamMatch) for e in events):
         # One row gains nothing from vectorizing, and trueskill's own loop is cheaper for
-        # games of 3+ players; both give the same numbers.
+        # games of 3+ players; both give the same numbers. Team games: reference only.
         method = "reference"
     step = _ROWS_PER_BATCH if method == "fast" else 1
     for start in range(0, plan.total, step):

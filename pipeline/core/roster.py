@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,6 +22,25 @@ class Sampling(Strict):
     temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature in [0, 2]; 0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus mass in (0, 1]")
     max_tokens: int = Field(256, ge=1, le=65536, description="a positive integer: the reply length cap in tokens")
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        None, description="a reasoning model's effort (litellm's reasoning_effort); unset: the provider's default")
+    move_max_tokens: dict[str, int] = Field(
+        default_factory=dict,
+        description="max_tokens per kind of move (e.g. statement: 4000, vote: 2000), replacing the game's own "
+        "budget for that move: a reasoning model spends its budget on hidden reasoning before any visible text")
+
+    @field_validator("move_max_tokens")
+    @classmethod
+    def _positive_budgets(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = sorted(k for k, v in value.items() if not isinstance(v, int) or v < 1)
+        if bad:
+            raise ValueError(f"move_max_tokens: {', '.join(bad)} need a positive integer number of tokens")
+        return value
+
+    def budget(self, kind: str, game_budget: int) -> int:
+        """max_tokens of one move: the entry's own budget for this kind of move when it sets one,
+        else the game's budget capped by the entry's max_tokens."""
+        return self.move_max_tokens.get(kind, min(game_budget, self.max_tokens))
 
 
 class RosterEntry(Strict):

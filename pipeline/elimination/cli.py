@@ -37,7 +37,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
         raise ParamsError(f"game {args.game_id!r} is not in the schedule of {args.params} "
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
     scheduled = games[args.game_id]
-    spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds)
+    spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
+                    votes=params.votes, variant=params.variant, memory_players=tuple(params.memory_players))
     _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
     started = time.perf_counter()
     output = run_game(spec, models, args.out, progress=_say)
@@ -52,8 +53,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
     # without a params file: no bootstrap unless asked (it reruns the rating per resample, which
     # is slow on thousands of logs with the reference TrueSkill)
     settings = load_elimination_params(args.params).rating if args.params else RatingSettings(bootstrap_resamples=0)
-    if args.mu is not None:
-        settings = settings.model_copy(update={"mu": args.mu})
+    overrides = {k: getattr(args, k) for k in ("mu", "sigma", "seed", "aggregate", "ranks")
+                 if getattr(args, k) is not None}
+    settings = RatingSettings.model_validate({**settings.model_dump(), **overrides})
     started = time.perf_counter()
     result = run_import(args.paths, args.out, settings, passes=args.passes, bootstrap=args.bootstrap,
                         plots=not args.no_plots, calls_out=args.calls, progress=_say)
@@ -64,8 +66,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
         print(json.dumps({"report": result.report, "seconds": result.seconds}, indent=1))
     else:
         for row in result.leaderboard.head(args.show).iter_rows(named=True):
-            print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} sigma={row['sigma']:.3f} "
-                  f"games={row['games']} avg_points={row['avg_points']:.3f}")
+            print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} "
+                  f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
+                  f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
     return 0
 
 
@@ -93,6 +96,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp.add_argument("--bootstrap", type=int, default=None,
                      help="bootstrap resamples over games for mu intervals (default: from --params, else 0)")
     imp.add_argument("--mu", type=float, default=None, help="TrueSkill prior mean (default 4.0)")
+    imp.add_argument("--sigma", type=float, default=None, help="TrueSkill prior sigma (default 8.3333)")
+    imp.add_argument("--seed", type=int, default=None, help="seed of the pass orders (default 0)")
+    imp.add_argument("--aggregate", choices=["mean", "median"], default=None,
+                     help="summary of mu and sigma over the passes (default mean)")
+    imp.add_argument("--ranks", choices=["recorded", "derived"], default=None,
+                     help="recorded: final_results, as the original's leaderboard (default); derived: re-derived")
     imp.add_argument("--params", default=None, help="read the rating settings from this params file")
     imp.add_argument("--calls", default=None, help="also stack the games' calls tables into this parquet")
     imp.add_argument("--no-plots", action="store_true", help="skip the plots (faster on huge corpora)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -11,7 +12,7 @@ from pipeline.core.params import StrictParams as Strict
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
-GAME_VERSION = "elimination-v1"
+GAME_VERSION = "elimination-v2"  # v2: anonymous votes, unenforced limits, logs in the original format
 
 
 
@@ -23,6 +24,9 @@ class WordLimits(Strict):
     )
     tiebreak: int = Field(80, ge=1, description="a positive integer: words of a tie-break statement")
     plea: int = Field(80, ge=1, description="a positive integer: words of a finalist's plea")
+    memory: int = Field(60, ge=1, description="a positive integer: words of a memory note (variant memory)")
+    cut: bool = Field(False, description="false (the original): limits are stated in the prompts, not enforced, "
+                      "and lengths recorded; true (ours): replies are cut at the limit")
 
     @field_validator("private")
     @classmethod
@@ -68,7 +72,12 @@ class RatingSettings(Strict):
     beta: float = Field(4.1667, gt=0, description="TrueSkill performance noise")
     tau: float = Field(0.0, ge=0, description="TrueSkill dynamics factor")
     draw_probability: float = Field(0.0, ge=0, lt=1, description="0: final ranks never tie")
-    passes: int = Field(100, ge=1, description="random orders of the games averaged over")
+    passes: int = Field(100, ge=1, description="random orders of the games; each pass starts from fresh priors")
+    aggregate: Literal["mean", "median"] = Field(
+        "mean", description="what summarizes mu and sigma over the passes: mean or median")
+    ranks: Literal["recorded", "derived"] = Field(
+        "recorded", description="recorded: final_results' ranks and partial points, as the original's "
+        "leaderboard; derived: re-derived from the records (differences listed in import_report.json)")
     bootstrap_resamples: int = Field(50, ge=0, description="bootstrap resamples over games for mu intervals (0: none)")
     bootstrap_passes: int = Field(5, ge=1, description="passes inside each bootstrap resample")
     seed: int = Field(0, ge=0, description="a non-negative integer seeding pass orders and resamples")
@@ -81,6 +90,16 @@ class EliminationParams(Strict):
     history_rounds: int = Field(
         0, ge=0, description="rounds of public and private history shown in prompts (0: the whole game)"
     )
+    votes: Literal["anonymous", "public"] = Field(
+        "anonymous", description="anonymous (the original): only the tallies are announced; public (ours): "
+        "who voted for whom is announced too")
+    variant: Literal["standard", "public_only", "memory"] = Field(
+        "standard", description="standard; public_only (the original's variant without pairing and private "
+        "talk); memory (the original's variant where a seat writes a private note before each vote and "
+        "sees its notes in later rounds)")
+    memory_players: list[str] = Field(
+        default_factory=list, description="variant memory: roster names that keep notes (empty: every seat); "
+        "the original gave memory to one model per game")
     schedule: ScheduleParams = Field(default_factory=ScheduleParams, description="lineups, rotations, repeats")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings and passes")
 

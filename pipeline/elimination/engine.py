@@ -4,23 +4,31 @@ Rules (spec: specs/elimination.md), with the choices the spec leaves open:
 - Speaking order (public statements, tie-break statements, pleas) and proposing order are seeded
   shuffles; each speaker sees what was said before it. Rankings, votes and jury votes are asked
   at the same time and are secret.
-- Each seat is told only its own partner. Who voted for whom is announced after each vote
-  (the original's `public_vote`); vote reasons are never shown to anyone.
+- Each seat is told only its own partner. Votes are anonymous as in the original: after each
+  vote only the tally is announced (`votes: public`, an option of ours, announces who voted for
+  whom); vote reasons are never shown to anyone.
+- Word limits are stated in the prompts and not enforced, as in the original (`words.cut: true`
+  cuts replies at the limit); the log records what was said.
 - A vote is the first seat label of the reply. An invalid vote (no label, unknown, own,
   eliminated, or not among the choices) is re-asked once with the problem named; if the second
-  reply is invalid too, the vote is recorded with `target_id: null` and counts for nobody
-  (an abstention).
-- Ties: when at least one seat is not tied, the tied seats speak (subround 600) and the others
-  re-vote between them. If that does not settle it (or nobody could re-vote), the tied seat with
-  the most votes against it over the whole game so far (votes and re-votes, not jury votes) goes;
-  still tied, a seeded random pick. As in the original's logs, `tie_break` is true only when the
-  votes did not settle it (the cumulative count or chance did).
-- The jury is settled the same way, without a re-vote.
+  reply is invalid too, it counts for nobody (an abstention) and is logged with the original's
+  markers: `"(invalid/skipped)"` in the vote record, `"(invalid_or_skipped)"` in the reason record.
+- Ties: the tied seats speak (subround 600), also when every seat is tied, as in the original;
+  the seats not tied (if any) re-vote between them. If that does not settle it, the tied seat
+  with the most votes against it over the whole game so far (votes and re-votes, not jury votes)
+  goes; still tied, a seeded random pick. As in the original's logs, `tie_break` is true only
+  when the votes did not settle it (the cumulative count or chance did).
+- The jury is settled the same way, without statements or a re-vote; as in the original's logs
+  its `elimination` record is written only when the jury was split.
+- The log is the original's: integer game id (from the content id), its record kinds and keys
+  in its order (reason before vote), no `cumu_check` (its later logs dropped it); what we add
+  goes into each record's `extra` key only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections import Counter
@@ -53,6 +61,16 @@ class GameSpec:
     words: WordLimits = field(default_factory=WordLimits)
     reply_tokens: ReplyTokens = field(default_factory=ReplyTokens)
     history_rounds: int = 0  # rounds of history in prompts; 0: the whole game
+    votes: str = "anonymous"  # "anonymous" (the original: tallies only) | "public" (who voted for whom)
+    variant: str = "standard"  # "standard" | "public_only" | "memory"
+    memory_players: tuple[str, ...] = ()  # variant memory: roster names keeping notes (empty: all)
+
+    @property
+    def log_game_id(self) -> int:
+        """The integer game id of the log, as in the original: the content id's first 52 bits
+        (exact in every JSON reader, doubles included)."""
+        return int(self.game_id[:13], 16) if all(c in "0123456789abcdef" for c in self.game_id[:13]) \
+            else int.from_bytes(self.game_id.encode()[:6], "big")
 
 
 @dataclass(frozen=True)
@@ -68,8 +86,15 @@ class VoteResult:
             data["invalid_attempts"] = list(self.attempts)
         if self.target is None:
             data["valid"] = False
-            data["resolution"] = "abstain"
+            # every try cut by the token limit before any text: its own outcome, not a choice to abstain
+            cut_out = bool(self.attempts) and all(a.get("problem") == TOKEN_LIMIT_PROBLEM for a in self.attempts)
+            data["resolution"] = "token_limit" if cut_out else "abstain"
         return data
+
+
+TOKEN_LIMIT_PROBLEM = "the reply was cut by the token limit before any visible text"
+INVALID_VOTE = "(invalid/skipped)"  # the original's vote record for a vote that counts for nobody
+INVALID_REASON = "(invalid_or_skipped)"  # and its reason record
 
 
 @dataclass(frozen=True)
@@ -97,7 +122,8 @@ class EliminationGame:
         self.progress = progress or (lambda _message: None)
         self.labels = [f"P{i + 1}" for i in range(len(spec.seats))]
         self.name_of = dict(zip(self.labels, spec.seats))
-        self.pid = {label: records.player_id(i + 1, spec.game_id, name)
+        self.gid = spec.log_game_id
+        self.pid = {label: records.player_id(i + 1, self.gid, name)
                     for i, (label, name) in enumerate(self.name_of.items())}
         self.active: list[str] = list(self.labels)
         self.out: list[tuple[str, int]] = []  # (seat, round) in elimination order
@@ -106,6 +132,8 @@ class EliminationGame:
         self.revealed: list[dict[str, Any]] = []  # announced votes: round, phase, voter, target
         self.partners: dict[str, list[str | None]] = {s: [] for s in self.labels}
         self.votes_against: Counter[str] = Counter()
+        self.memory: dict[str, list[tuple[int, str]]] = {s: [] for s in self.labels}  # variant memory
+        self.empty_at_limit: set[str] = set()  # request keys answered with nothing at the token limit
         self.log: list[records.Record] = []
         self.round = 0
 
@@ -128,7 +156,7 @@ class EliminationGame:
                if seat in (line.speaker, line.target) and line.round >= since]
         public = [line for line in self.public if line.round >= since]
         return SeatView(seat=seat, round=self.round, active=tuple(self.active), eliminated=tuple(self.out),
-                        public=tuple(public), private=tuple(own))
+                        public=tuple(public), private=tuple(own), memory=tuple(self.memory[seat]))
 
     def state(self, view: SeatView, kind: str, **extra: Any) -> dict[str, Any]:
         """The structured game view bots get: the same facts as the seat's prompt, nothing more."""
@@ -143,25 +171,30 @@ class EliminationGame:
             **extra,
         }
 
-    def max_tokens(self, seat: str, budget: int) -> int:
+    def max_tokens(self, seat: str, budget: int, kind: str) -> int:
+        """The roster entry's own budget for this kind of move (`sampling.move_max_tokens`, for
+        reasoning models) when it sets one, else the game's budget capped by its max_tokens."""
         entry = self.players[self.name_of[seat]].entry
-        return budget if entry.is_bot else min(budget, entry.sampling.max_tokens)
+        return budget if entry.is_bot else entry.sampling.budget(kind, budget)
 
     async def ask(self, seat: str, request: MoveRequest) -> str:
         reply = await self.players[self.name_of[seat]].act(request)
+        if reply.empty_at_token_limit:
+            self.empty_at_limit.add(request.key)
         return reply.text or ""
 
     def system(self, seat: str) -> str:
-        return prompts.system_prompt(seat, len(self.labels), self.spec.words)
+        return prompts.system_prompt(seat, len(self.labels), self.spec.words, self.spec.votes, self.spec.variant)
 
     async def say(self, seat: str, kind: str, key: str, task: str, limit: int,
                   extra_private: Sequence[PrivateLine] = (), **state: Any) -> LimitedText:
         view = self.view(seat, extra_private)
         budget = self.spec.reply_tokens.private if kind == "private" else self.spec.reply_tokens.statement
         request = MoveRequest(messages=prompts.messages_for(self.system(seat), view, task), key=key, kind=kind,
-                              max_words=limit, max_tokens=self.max_tokens(seat, budget),
+                              max_words=limit, max_tokens=self.max_tokens(seat, budget, kind),
                               state=self.state(view, kind, **state))
-        return limit_words(await self.ask(seat, request), limit)
+        said = limit_words(await self.ask(seat, request), limit, enforce=self.spec.words.cut)
+        return dataclasses.replace(said, empty_at_token_limit=key in self.empty_at_limit)
 
     async def cast_vote(self, seat: str, phase: str, choices: Sequence[str], task: str, key: str,
                         **state: Any) -> VoteResult:
@@ -172,7 +205,7 @@ class EliminationGame:
         for attempt in (1, 2):
             request = MoveRequest(
                 messages=messages, key=f"{key}/try{attempt}", kind=phase, choices=tuple(choices),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.vote),
+                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.vote, phase),
                 state=self.state(view, phase, choices=list(choices), attempt=attempt,
                                  problem=attempts[-1]["problem"] if attempts else None, **state),
             )
@@ -180,31 +213,42 @@ class EliminationGame:
             parsed = parse_vote(text, seat, choices, self.labels, eliminated)
             if parsed.problem is None:
                 return VoteResult(seat, parsed.target, parsed.reason, tuple(attempts))
-            attempts.append({"reply": text, "problem": parsed.problem})
+            problem = TOKEN_LIMIT_PROBLEM if request.key in self.empty_at_limit else parsed.problem
+            attempts.append({"reply": text, "problem": problem})
             messages = [*messages, {"role": "assistant", "content": text},
-                        {"role": "user", "content": prompts.reask_note(parsed.problem, choices)}]
+                        {"role": "user", "content": prompts.reask_note(problem, choices)}]
         return VoteResult(seat, None, parsed.reason, tuple(attempts))
 
     def record_vote(self, result: VoteResult, phase: str) -> None:
-        gid, voter = self.spec.game_id, self.pid[result.voter]
+        gid, voter = self.gid, self.pid[result.voter]
         target = self.pid[result.target] if result.target else None
         extra = result.extra(phase)
-        self.log.append(records.vote_reason(gid, self.round, phase, voter, target, result.reason))
+        self.log.append(records.vote_reason(gid, self.round, phase, voter, target or INVALID_REASON, result.reason))
         if phase != "jury":  # the original logs jury votes as reasons only
-            self.log.append(records.vote(gid, self.round, voter, target, extra=extra))
+            self.log.append(records.vote(gid, self.round, voter, target or INVALID_VOTE, extra=extra))
         else:
             self.log[-1]["extra"] = extra
         if result.target is not None and phase != "jury":
             self.votes_against[result.target] += 1
 
     def announce_votes(self, results: Sequence[VoteResult], phase: str) -> None:
+        """Public votes: who voted for whom. Anonymous (the original): the tally only."""
+        title = "Votes" if phase == "vote" else "Re-vote"
+        public = self.spec.votes == "public"
         parts = []
         for r in results:
-            self.revealed.append({"round": self.round, "phase": phase, "voter": r.voter, "target": r.target})
-            parts.append(f"{r.voter}->{r.target}" if r.target else f"{r.voter} (no valid vote)")
-        title = "Votes" if phase == "vote" else "Re-vote"
+            self.revealed.append({"round": self.round, "phase": phase, "target": r.target}
+                                 | ({"voter": r.voter} if public else {}))
+            if public:
+                parts.append(f"{r.voter}->{r.target}" if r.target else f"{r.voter} (no valid vote)")
+        if not public:
+            tally = Counter(r.target for r in results if r.target)
+            parts = [f"{seat} {tally[seat]}" for seat in sorted(tally, key=lambda s: (-tally[s], int(s[1:])))]
+            invalid = sum(r.target is None for r in results)
+            if invalid:
+                parts.append(f"{invalid} invalid")
         self.public.append(PublicLine(self.round, "votes" if phase == "vote" else "revotes", None,
-                                      f"{title}: {', '.join(parts)}."))
+                                      f"{title}: {', '.join(parts) or 'no valid vote'}."))
 
     # -- the phases ----------------------------------------------------------------------
     async def public_subround(self) -> None:
@@ -212,7 +256,7 @@ class EliminationGame:
         for seat in self.shuffled(self.active, "speak", self.round):
             said = await self.say(seat, "statement", f"r{self.round}/statement/{seat}",
                                   prompts.statement_task(limit), limit)
-            self.log.append(records.conversation(self.spec.game_id, self.round, records.PUBLIC_SUBROUND,
+            self.log.append(records.conversation(self.gid, self.round, records.PUBLIC_SUBROUND,
                                                  self.pid[seat], said.text, said.extra()))
             self.public.append(PublicLine(self.round, "statement", seat, said.text))
 
@@ -225,7 +269,7 @@ class EliminationGame:
             request = MoveRequest(
                 messages=prompts.messages_for(self.system(seat), view, prompts.preference_task(others)),
                 key=f"r{self.round}/preference/{seat}", kind="preference", choices=tuple(others),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.preference),
+                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.preference, "preference"),
                 state=self.state(view, "preference"),
             )
             return await self.ask(seat, request)
@@ -235,7 +279,7 @@ class EliminationGame:
                    for s, reply in zip(seats, replies)}
         matching = match_pairs(self.shuffled(seats, "propose", self.round),
                                {s: c.ranking for s, c in cleaned.items()})
-        gid = self.spec.game_id
+        gid = self.gid
         for p in matching.proposals:
             self.log.append(records.preference_proposal(gid, self.round, p.proposer, p.target, p.rank))
             if p.outcome == "accepted":
@@ -279,9 +323,24 @@ class EliminationGame:
             for said in results:  # committed in pair order, whatever order the replies came in
                 for line, text in said:
                     self.private.append(line)
-                    self.log.append(records.private(self.spec.game_id, self.round, subround,
+                    self.log.append(records.private(self.gid, self.round, subround,
                                                     self.pid[line.speaker], self.pid[line.target],
                                                     line.text, text.extra()))
+
+    def keeps_memory(self, seat: str) -> bool:
+        return self.spec.variant == "memory" and (
+            not self.spec.memory_players or self.name_of[seat] in self.spec.memory_players)
+
+    async def memory_notes(self) -> None:
+        """The memory variant: after the private talk and before the vote (where the original logs
+        them), each seat keeping memory writes a note that only it sees in later rounds."""
+        limit = self.spec.words.memory
+        seats = [s for s in self.active if self.keeps_memory(s)]
+        notes = await asyncio.gather(*(
+            self.say(s, "memory", f"r{self.round}/memory/{s}", prompts.memory_task(limit), limit) for s in seats))
+        for seat, note in zip(seats, notes):
+            self.memory[seat].append((self.round, note.text))
+            self.log.append(records.memory_note(self.gid, self.round, self.pid[seat], note.text, note.extra()))
 
     async def vote_round(self) -> None:
         voters = self.shuffled(self.active, "vote", self.round)
@@ -306,8 +365,9 @@ class EliminationGame:
             return Decision(tied[0], "votes", tally, None, None)
         revote_tally: dict[str, int] | None = None
         voters = [s for s in self.active if s not in tied]
-        if revote and voters:
+        if revote:  # the tied seats speak even when every seat is tied and nobody can re-vote
             await self.tiebreak_statements(tied, voters)
+        if revote and voters:
             order = self.shuffled(voters, "revote", self.round)
             results = await asyncio.gather(*(
                 self.cast_vote(s, "revote", tied, prompts.revote_task(tied), f"r{self.round}/revote/{s}",
@@ -337,17 +397,17 @@ class EliminationGame:
         for seat in self.shuffled(tied, "tiebreak", self.round):
             said = await self.say(seat, "tiebreak", f"r{self.round}/tiebreak/{seat}",
                                   prompts.tiebreak_task(tied, voters, limit), limit, tied=list(tied))
-            self.log.append(records.conversation(self.spec.game_id, self.round, records.TIEBREAK_SUBROUND,
+            self.log.append(records.conversation(self.gid, self.round, records.TIEBREAK_SUBROUND,
                                                  self.pid[seat], said.text, said.extra()))
             self.public.append(PublicLine(self.round, "tiebreak", seat, said.text))
 
-    def eliminate(self, decision: Decision) -> None:
+    def eliminate(self, decision: Decision, jury: bool = False) -> None:
         seat = decision.seat
-        self.log.append(records.elimination(
-            self.spec.game_id, self.round, self.pid[seat],
-            tie_break=decision.rule in ("cumulative", "random"),
-            cumu_check=decision.rule in ("cumulative", "random"),
-            random_pick=decision.rule == "random", extra=decision.extra()))
+        if not jury or decision.rule != "votes":  # the original logs a jury's verdict only when split
+            self.log.append(records.elimination(
+                self.gid, self.round, self.pid[seat],
+                tie_break=decision.rule in ("cumulative", "random"),
+                random_pick=decision.rule == "random", extra=decision.extra()))
         self.active.remove(seat)
         self.out.append((seat, self.round))
         how = {"votes": "by vote", "revote": "by re-vote", "cumulative": "on votes over the whole game",
@@ -362,7 +422,7 @@ class EliminationGame:
             other = next(s for s in finalists if s != seat)
             said = await self.say(seat, "plea", f"final/plea/{seat}", prompts.plea_task(other, limit), limit,
                                   finalists=finalists)
-            self.log.append(records.conversation(self.spec.game_id, self.round, records.PLEA_SUBROUND,
+            self.log.append(records.conversation(self.gid, self.round, records.PLEA_SUBROUND,
                                                  self.pid[seat], said.text, said.extra()))
             self.public.append(PublicLine(self.round, "plea", seat, said.text))
         jury = [seat for seat, _ in self.out]
@@ -377,7 +437,7 @@ class EliminationGame:
             if r.target is not None:
                 tally[r.target] += 1
         decision = await self.settle(tally, revote=False)
-        self.eliminate(decision)
+        self.eliminate(decision, jury=True)
 
     def final_ranks(self) -> dict[str, int]:
         n = len(self.labels)
@@ -390,14 +450,17 @@ class EliminationGame:
         while len(self.active) > 2:
             self.round += 1
             await self.public_subround()
-            pairs = await self.pairing()
-            await self.private_subrounds(pairs)
+            if self.spec.variant != "public_only":  # the public-only variant has no pairing or private talk
+                pairs = await self.pairing()
+                await self.private_subrounds(pairs)
+            await self.memory_notes()
             await self.vote_round()
         self.round += 1
         await self.final()
         extra = {"game_version": GAME_VERSION, "seats": dict(self.name_of), "winner_seat": self.active[0],
-                 "history_rounds": self.spec.history_rounds}
-        self.log.append(records.final_results(self.spec.game_id, self.final_ranks(), extra))
+                 "history_rounds": self.spec.history_rounds, "content_id": self.spec.game_id,
+                 "votes": self.spec.votes, "variant": self.spec.variant}
+        self.log.append(records.final_results(self.gid, self.final_ranks(), extra))
         self.progress(f"winner: {self.active[0]} ({self.name_of[self.active[0]]})")
         return self.log
 
@@ -417,9 +480,9 @@ def run_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root:
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     game = EliminationGame(spec, players, progress)
     log_records = asyncio.run(game.play())
-    for stale in [*out.glob(f"game_{spec.game_id}_*.jsonl"), out / records.log_file_name(spec.game_id)]:
+    for stale in [*out.glob(f"game_{spec.log_game_id}_*.jsonl"), *out.glob(f"game_{spec.game_id}*.jsonl")]:
         stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
-    log_path = records.write_log(out / records.log_file_name(spec.game_id), log_records)
+    log_path = records.write_log(out / records.log_file_name(spec.log_game_id, log_records), log_records)
     calls_path = out / "calls.parquet"
     gateway.write_calls(calls_path)
     return GameOutput(log_path, calls_path, log_records)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from pipeline.elimination.schemas import (
     RankDistributionSchema,
 )
 
-LEADERBOARD_CSV_COLUMNS = ["model", "mu", "sigma", "games", "points_sum", "avg_points"]
+LEADERBOARD_CSV_COLUMNS = ["model", "mu", "mu_rel", "sigma", "games", "points_sum", "avg_points"]
 
 
 @dataclass
@@ -61,16 +62,63 @@ def collect_calls(paths: Iterable[str | Path]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical")
 
 
-def build_report(corpus: Corpus) -> dict[str, Any]:
+def rank_differences(final_ranks: pl.DataFrame, games: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per game whose re-derived ranks differ from the recorded ones: the file and each seat's two ranks."""
+    differ = final_ranks.filter(pl.col("recorded_rank").is_not_null() & pl.col("derived_rank").is_not_null()
+                                & (pl.col("recorded_rank") != pl.col("derived_rank")))
+    if differ.is_empty():
+        return []
+    files = dict(zip(games["game_id"].to_list(), games["file"].to_list(), strict=True))
+    out = []
+    for (game_id,), group in differ.sort("game_id", "seat").group_by("game_id", maintain_order=True):
+        out.append({"game_id": game_id, "file": files.get(game_id),
+                    "seats": {r["seat"]: {"model": r["model"], "recorded": r["recorded_rank"],
+                                          "derived": r["derived_rank"]}
+                              for r in group.iter_rows(named=True)}})
+    return sorted(out, key=lambda d: (d["file"] or "", d["game_id"]))
+
+
+def _empty_replies(corpus: Corpus) -> dict[str, int]:
+    """Per model: replies the token limit cut before any visible text (messages and vote tries)."""
+    counts: Counter[str] = Counter()
+    for row in corpus.tables["messages"].filter(pl.col("empty_at_token_limit")).iter_rows(named=True):
+        counts[row["model"]] += 1
+    for row in corpus.tables["votes"].filter(pl.col("token_limit_replies") > 0).iter_rows(named=True):
+        counts[row["voter_model"]] += row["token_limit_replies"]
+    return dict(sorted(counts.items()))
+
+
+def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
+    """What was read and how: every skipped file with its reason, the rank source of every game
+    that did not use the chosen one, and every game whose re-derived ranks differ from the recorded."""
     games = corpus.tables["games"]
+    votes = corpus.tables["votes"]
+    unknown: dict[str, int] = {}
+    for game in corpus.games:
+        for kind, count in game.unknown.items():
+            unknown[kind] = unknown.get(kind, 0) + count
+    wanted = "final_results" if ranks == "recorded" else "derived"
+    markers = votes.filter(pl.col("target_marker").is_not_null()).group_by("target_marker").len().sort("target_marker")
     return {
         "files": corpus.files,
         "games_read": len(corpus.games),
         "games_finished": len(corpus.finished),
-        "skipped": corpus.skipped,
+        "ranks": ranks,
+        "skipped": sorted(corpus.skipped, key=lambda s: s["file"]),
         "incomplete": sorted(g.file for g in corpus.games if not g.ranks),
-        "ranks_from_final_results": games.filter(pl.col("rank_source") == "final_results")["file"].sort().to_list(),
+        "rank_source_fallback": games.filter(pl.col("rank_source").is_not_null()
+                                             & (pl.col("rank_source") != wanted))["file"].sort().to_list(),
+        "ranks_from_final_results": games.filter(pl.col("rank_source") == "final_results")["file"].sort().to_list()
+        if ranks == "derived" else [],
         "differ_from_final_results": games.filter(pl.col("matches_final_results") == False)["file"].sort().to_list(),  # noqa: E712
+        "rank_differences": rank_differences(corpus.tables["final_ranks"], games),
+        "variants": dict(sorted(Counter(games["variant"].to_list()).items())),
+        "invalid_vote_markers": dict(zip(markers["target_marker"].to_list(), markers["len"].to_list(), strict=True)),
+        "invalid_votes": int(votes.filter(~pl.col("valid")).height),
+        "memory_notes": corpus.tables["memory_notes"].height,
+        "empty_at_token_limit": _empty_replies(corpus),
+        "unknown_record_kinds": dict(sorted(unknown.items())),
+        "problems": {g.file: g.problems for g in sorted(corpus.games, key=lambda g: g.file) if g.problems},
     }
 
 
@@ -82,7 +130,7 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
     out = Path(out_dir)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    corpus = read_corpus(paths)
+    corpus = read_corpus(paths, settings.ranks)
     seconds["read"] = time.perf_counter() - started
     say(f"read {corpus.files} file(s): {len(corpus.games)} game(s), {len(corpus.finished)} finished, "
         f"{len(corpus.skipped)} skipped")
@@ -109,8 +157,11 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
                                metric_tables.rank_distribution(tables["final_ranks"]), RankDistributionSchema,
                                sort_by=["model", "rank"])
     write_json_atomic(out / "metrics.json", metric_tables.metrics_json(board, stats))
-    report = build_report(corpus)
+    report = build_report(corpus, settings.ranks)
     write_json_atomic(out / "import_report.json", report)
+    say(f"final ranks: {settings.ranks}; {len(report['rank_differences'])} game(s) whose re-derived ranks differ "
+        f"from the recorded ones, {report['invalid_votes']} invalid vote(s), {report['memory_notes']} memory "
+        f"note(s); details in {out / 'import_report.json'}")
     if calls_out is not None:
         write_table(calls_out, collect_calls(paths), CallsSchema,
                     sort_by=["job", "roster_name", "request_id", "attempt"])

@@ -57,15 +57,18 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         pl.col("betrayed").sum().alias("betrayed"))
     words = tables["messages"].filter(pl.col("model").is_not_null()).group_by("model").agg(
         pl.len().alias("messages"), pl.col("words").mean().alias("avg_words"),
-        pl.col("cut").sum().alias("cut_messages"))
+        pl.col("cut").sum().alias("cut_messages"), pl.col("empty_at_token_limit").sum().alias("empty_messages"))
     votes = tables["votes"].filter(pl.col("voter_model").is_not_null()).group_by(
         pl.col("voter_model").alias("model")).agg(pl.len().alias("votes_cast"),
-                                                  (~pl.col("valid")).sum().alias("invalid_votes"))
+                                                  (~pl.col("valid")).sum().alias("invalid_votes"),
+                                                  pl.col("token_limit_replies").sum().alias("empty_votes"))
     table = placed
     for other in (as_betrayer, as_victim, words, votes):
         table = table.join(other, on="model", how="left")
-    counts = ["private_chats", "betrayals", "betrayed", "messages", "cut_messages", "votes_cast", "invalid_votes"]
+    counts = ["private_chats", "betrayals", "betrayed", "messages", "cut_messages", "votes_cast", "invalid_votes",
+              "empty_messages", "empty_votes"]
     table = table.with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in counts])
+    table = table.with_columns((pl.col("empty_messages") + pl.col("empty_votes")).alias("empty_at_token_limit"))
     table = table.with_columns(
         _rate(pl.col("final2_wins"), pl.col("final2")).alias("final2_win_rate"),
         _rate(pl.col("betrayals"), pl.col("private_chats")).alias("betrayal_rate"),
@@ -74,7 +77,7 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return table.select(
         "model", "games", "seats", "wins", "first_out", "final2", "final2_wins", "final2_win_rate",
         "private_chats", "betrayals", "betrayal_rate", "betrayed", "betrayed_rate", "messages", "avg_words",
-        "cut_messages", "votes_cast", "invalid_votes",
+        "cut_messages", "votes_cast", "invalid_votes", "empty_at_token_limit",
     ).with_columns([pl.col(c).cast(pl.Int64) for c in ("games", "seats", "wins", "first_out", "final2",
                                                          "final2_wins")]).sort("model")
 
@@ -101,12 +104,13 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
     for row in leaderboard.iter_rows(named=True):
         s = stats_by_model.get(row["model"], {})
         result[row["model"]] = {k: _clean(v) for k, v in {
-            "rank": row["rank"], "mu": row["mu"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
+            "rank": row["rank"], "mu": row["mu"], "mu_rel": row["mu_rel"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
             "mu_hi": row["mu_hi"], "games": row["games"], "points_sum": row["points_sum"],
             "avg_points": row["avg_points"], "wins": s.get("wins"), "first_out": s.get("first_out"),
             "final2_win_rate": s.get("final2_win_rate"), "betrayal_rate": s.get("betrayal_rate"),
             "betrayed_rate": s.get("betrayed_rate"), "avg_words": s.get("avg_words"),
             "cut_messages": s.get("cut_messages"), "invalid_votes": s.get("invalid_votes"),
+            "empty_at_token_limit": s.get("empty_at_token_limit"),
             **trueskill_metrics(row),
         }.items()}
     return result

@@ -16,28 +16,37 @@ _LEADING_PUNCT = re.compile(r"^[\s:;,.\-–—>)\]*`\"']+")
 @dataclass(frozen=True)
 class LimitedText:
     text: str  # what is recorded and shown to the others
-    words: int  # words of the reply before the cut
+    words: int  # words of the reply before any cut
     limit: int
+    enforced: bool = True  # False: the limit is only stated, as in the original
+    empty_at_token_limit: bool = False  # the token limit cut the reply before any visible text
 
     @property
     def cut(self) -> bool:
-        return self.words > self.limit
+        return self.enforced and self.words > self.limit
 
     @property
     def overrun(self) -> int:
         return max(0, self.words - self.limit)
 
     def extra(self) -> dict[str, object] | None:
-        """What the log records about the cut (nothing when the reply was within the limit)."""
-        if not self.cut:
-            return None
-        return {"cut": True, "words": self.words, "limit": self.limit, "overrun_words": self.overrun}
+        """What the log records about the cut and an empty reply at the token limit (nothing
+        when neither happened)."""
+        data: dict[str, object] = {}
+        if self.cut:
+            data.update({"cut": True, "words": self.words, "limit": self.limit, "overrun_words": self.overrun})
+        if self.empty_at_token_limit:
+            data["empty_at_token_limit"] = True
+        return data or None
 
 
-def limit_words(reply: str, limit: int) -> LimitedText:
-    """Keep the first `limit` words (original spacing inside them kept); count what was there."""
+def limit_words(reply: str, limit: int, enforce: bool = True) -> LimitedText:
+    """Keep the first `limit` words (original spacing inside them kept); count what was there.
+    `enforce=False` keeps the whole reply (the original states limits but does not cut)."""
     text = reply.strip()
     words = list(_WORD.finditer(text))
+    if not enforce:
+        return LimitedText(text, len(words), limit, enforced=False)
     if len(words) <= limit:
         return LimitedText(text, len(words), limit)
     return LimitedText(text[: words[limit - 1].end()], len(words), limit)

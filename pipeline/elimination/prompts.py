@@ -36,10 +36,32 @@ class SeatView:
     eliminated: tuple[tuple[str, int], ...]  # (seat, round it went out)
     public: tuple[PublicLine, ...]
     private: tuple[PrivateLine, ...]  # only conversations this seat took part in
+    memory: tuple[tuple[int, str], ...] = ()  # the memory variant: this seat's own notes (round, note)
 
 
-def system_prompt(seat: str, seats: int, words: WordLimits) -> str:
+def system_prompt(seat: str, seats: int, words: WordLimits, votes: str = "anonymous",
+                  variant: str = "standard") -> str:
     p2, p3, p4 = words.private
+    announced = ("Only how many votes each seat got is announced; who voted for whom stays secret, "
+                 "and so do the reasons." if votes == "anonymous"
+                 else "Who voted for whom is announced afterwards; reasons stay secret.")
+    memory = (f"Before each vote you write a private memory note (at most {words.memory} words); only "
+              "you see your notes, in every later round.\n" if variant == "memory" else "")
+    if variant == "public_only":
+        return (
+            f"You are seat {seat} in the Elimination Game, a social strategy game for {seats} seats "
+            f"(P1 to P{seats}). Goal: be the last seat standing. All talk is public.\n"
+            "Each round:\n"
+            f"1. Everyone still in makes one public statement (at most {words.public} words).\n"
+            f"2. Everyone secretly votes to eliminate one seat and gives a private reason. {announced} "
+            "Most votes goes out.\n"
+            "3. A tie: the tied seats each speak, then the other seats re-vote between them. Still tied: "
+            "the tied seat with the most votes over the whole game goes out; still tied: chance decides.\n"
+            "When two seats remain, each makes a final plea and the eliminated seats (the jury) vote to "
+            "eliminate one of them; the other wins. A split jury is settled like a tie.\n"
+            + ("Words over a limit are cut off. " if words.cut else "Keep to the word limits. ")
+            + "Refer to seats by their labels (P1, P2, ...)."
+        )
     return (
         f"You are seat {seat} in the Elimination Game, a social strategy game for {seats} seats "
         f"(P1 to P{seats}). Goal: be the last seat standing.\n"
@@ -49,13 +71,15 @@ def system_prompt(seat: str, seats: int, words: WordLimits) -> str:
         "(with an odd count one seat has no partner).\n"
         f"3. Partners exchange three private messages each (at most {p2}, {p3}, then {p4} words). "
         "Nobody else sees them.\n"
-        "4. Everyone secretly votes to eliminate one seat and gives a private reason. Who voted for "
-        "whom is announced afterwards; reasons stay secret. Most votes goes out.\n"
+        f"4. Everyone secretly votes to eliminate one seat and gives a private reason. {announced} "
+        "Most votes goes out.\n"
         "5. A tie: the tied seats each speak, then the other seats re-vote between them. Still tied: "
         "the tied seat with the most votes over the whole game goes out; still tied: chance decides.\n"
         "When two seats remain, each makes a final plea and the eliminated seats (the jury) vote to "
         "eliminate one of them; the other wins. A split jury is settled like a tie.\n"
-        "Words over a limit are cut off. Refer to seats by their labels (P1, P2, ...)."
+        + memory
+        + ("Words over a limit are cut off. " if words.cut else "Keep to the word limits. ")
+        + "Refer to seats by their labels (P1, P2, ...)."
     )
 
 
@@ -81,6 +105,10 @@ def render_view(view: SeatView) -> str:
     for line in view.private:
         other = line.target if line.speaker == view.seat else line.speaker
         lines.append(f"[round {line.round}, with {other}] {line.speaker}: {line.text}")
+    if view.memory:
+        lines.append("")
+        lines.append("Your private memory notes:")
+        lines.extend(f"[round {r}] {note}" for r, note in view.memory)
     return "\n".join(lines)
 
 
@@ -110,6 +138,13 @@ def private_task(partner: str, limit: int, subround_index: int) -> str:
     )
 
 
+def memory_task(limit: int) -> str:
+    return (
+        f"Write a private memory note to yourself (at most {limit} words): what you want to remember "
+        "in later rounds. Nobody else will see it. Reply with the note only."
+    )
+
+
 def vote_task(choices: Sequence[str]) -> str:
     return (
         f"Secret vote: which seat do you eliminate? Choose one of {', '.join(choices)}. "
@@ -118,6 +153,12 @@ def vote_task(choices: Sequence[str]) -> str:
 
 
 def tiebreak_task(tied: Sequence[str], voters: Sequence[str], limit: int) -> str:
+    if not voters:  # every seat is tied: nobody re-votes, the votes over the whole game decide
+        return (
+            f"The vote is tied between every seat still in ({', '.join(tied)}), so nobody is left to re-vote: "
+            "the votes over the whole game decide, then chance. Make a short statement to everyone "
+            f"(at most {limit} words). Reply with the statement only."
+        )
     return (
         f"The vote is tied between {', '.join(tied)}. You are one of them. Speak to the seats that "
         f"will re-vote ({', '.join(voters)}) in at most {limit} words. Reply with the statement only."

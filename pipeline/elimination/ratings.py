@@ -1,5 +1,11 @@
 """Multi-pass TrueSkill over final ranks: each finished game is one free-for-all update.
 
+The original's procedure (its README): every pass starts from fresh priors and rates all games
+in a random order; the passes' results are summarized (`aggregate`: mean, or median). Every part
+is a setting: prior mu and sigma, beta, tau, passes, seed, aggregate. TrueSkill's updates depend
+on mu differences only, so the prior mu shifts every model by the same amount: `mu_rel` (mu minus
+the field mean over rated models) compares with any published table whatever prior it used.
+
 A model filling several seats of one game (allowed only when params say so) takes part in that
 game's update once, with its best seat's rank; the models' ranks are renumbered 1..m, so they
 never tie (draw probability 0). A game with fewer than two distinct models is not rated.
@@ -10,7 +16,9 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.io import seed_from
-from pipeline.core.rating import FreeForAll, RatingParams, rating_summary
+import numpy as np
+
+from pipeline.core.rating import FreeForAll, RatingParams, pass_ratings, rating_summary
 from pipeline.elimination.config import RatingSettings
 
 
@@ -45,14 +53,22 @@ def rate(final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None
     rank (by mu) and its bootstrap interval rank_lo..rank_hi (see `rating_summary`)."""
     events = rating_events(final_ranks)
     resamples = settings.bootstrap_resamples if bootstrap is None else bootstrap
-    table = rating_summary(events, rating_params(settings), passes or settings.passes, rating_seed(settings),
+    n_passes = passes or settings.passes
+    table = rating_summary(events, rating_params(settings), n_passes, rating_seed(settings),
                            resamples=resamples, bootstrap_passes=settings.bootstrap_passes)
+    if settings.aggregate == "median" and events:
+        names, mus, sigmas = pass_ratings(events, rating_params(settings), n_passes, rating_seed(settings))
+        medians = pl.DataFrame({"player": list(names), "mu_median": np.median(mus, axis=0),
+                                "sigma_median": np.median(sigmas, axis=0)})
+        table = (table.join(medians, on="player", how="left")
+                 .with_columns(pl.col("mu_median").alias("mu"), pl.col("sigma_median").alias("sigma"))
+                 .drop("mu_median", "sigma_median"))
     return table.rename({"player": "model"})
 
 
 def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFrame:
-    """rank, rank_lo, rank_hi, model, mu, sigma, mu_lo, mu_hi, games, seats, points_sum, avg_points;
-    sorted by mu."""
+    """rank, rank_lo, rank_hi, model, mu, mu_rel, sigma, mu_lo, mu_hi, games, seats, points_sum,
+    avg_points; sorted by mu. `mu_rel` is mu minus the mean mu of the rated models."""
     played = (
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("model")
@@ -62,8 +78,9 @@ def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFram
     # inner join: a model seen only in unrated games (no other model at the table) has no rating
     rated = ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi", "rank_lo", "rank_hi")
     table = played.join(rated, on="model", how="inner")
-    table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points")).sort(
+    table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points"),
+                               (pl.col("mu") - pl.col("mu").mean()).alias("mu_rel")).sort(
         ["mu", "model"], descending=[True, False])
     table = table.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
-    return table.select("rank", "rank_lo", "rank_hi", "model", "mu", "sigma", "mu_lo", "mu_hi", "games",
+    return table.select("rank", "rank_lo", "rank_hi", "model", "mu", "mu_rel", "sigma", "mu_lo", "mu_hi", "games",
                         pl.col("seats").cast(pl.Int64), "points_sum", "avg_points")

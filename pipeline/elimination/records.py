@@ -100,10 +100,11 @@ def vote(game_id: str, round_no: int, voter: str, target: str | None,
                         "target_id": target, "public_vote": True, "timestamp": now_stamp()}, extra)
 
 
-def elimination(game_id: str, round_no: int, eliminated: str, *, tie_break: bool, cumu_check: bool,
+def elimination(game_id: int | str, round_no: int, eliminated: str, *, tie_break: bool,
                 random_pick: bool, extra: Mapping[str, Any] | None = None) -> Record:
+    """As the original's later logs: no `cumu_check` (a cumulative decision is `tie_break` true)."""
     return _with_extra({"game_id": game_id, "type": "elimination", "round": round_no,
-                        "eliminated_player": eliminated, "tie_break": tie_break, "cumu_check": cumu_check,
+                        "eliminated_player": eliminated, "tie_break": tie_break,
                         "random_pick": random_pick, "timestamp": now_stamp()}, extra)
 
 
@@ -126,11 +127,35 @@ def final_results(game_id: str, ranks: Mapping[str, int], extra: Mapping[str, An
                         "partial_points": points, "partial_points_full": dict(points)}, extra)
 
 
-def log_file_name(game_id: str) -> str:
-    """`game_<id>.jsonl`. The original benchmark adds the start time to the name; a played game
-    leaves it out so that the tables naming the file are byte-identical across reruns (the start
-    time stays inside the records). The reader takes either name."""
+def memory_note(game_id: int | str, round_no: int, pid: str, note: str,
+                extra: Mapping[str, Any] | None = None) -> Record:
+    """The memory variant's private note of one seat after a round."""
+    return _with_extra({"game_id": game_id, "type": "memory_note", "round": round_no, "player_id": pid,
+                        "note": note, "timestamp": now_stamp()}, extra)
+
+
+_STAMP = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$")
+
+
+def log_file_name(game_id: int | str, log: Iterable[Record] = ()) -> str:
+    """`game_<id>_<YYYYMMDD_HHMMSS>.jsonl` as the original names its logs, the time being the
+    first record's timestamp (the game's start); `game_<id>.jsonl` when no record has one.
+    Tables never depend on it: the reader names a log by its game id (`log_name`)."""
+    for record in log:
+        match = _STAMP.match(str(record.get("timestamp", "")))
+        if match:
+            y, mo, d, h, mi, se = match.groups()
+            return f"game_{game_id}_{y}{mo}{d}_{h}{mi}{se}.jsonl"
     return f"game_{game_id}.jsonl"
+
+
+_TIME_SUFFIX = re.compile(r"_\d{8}_\d{6}(?=\.jsonl$)")
+
+
+def log_name(file_name: str) -> str:
+    """A log's name without the original's start time (`game_<id>.jsonl`): what the tables hold,
+    so that a rerun of the same game gives byte-identical tables."""
+    return _TIME_SUFFIX.sub("", file_name)
 
 
 def write_log(path: str | Path, records: Iterable[Record]) -> Path:

@@ -9,7 +9,7 @@ from pipeline.elimination.schedule import schedule_from_files as _elimination_sc
 from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
 
 ELIMINATION_DIR = "results/elimination"
-ELIMINATION_TABLES = ["games", "seats", "messages", "votes", "eliminations", "pairs", "final_ranks",
+ELIMINATION_TABLES = ["games", "seats", "messages", "votes", "eliminations", "pairs", "final_ranks", "memory_notes",
                       "model_stats", "rank_distribution"]
 try:
     ELIMINATION_GAMES = {

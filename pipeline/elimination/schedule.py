@@ -57,6 +57,9 @@ def game_content(seats: Sequence[str], replicate: int, params: EliminationParams
         "words": params.words.model_dump(),
         "reply_tokens": params.reply_tokens.model_dump(),
         "history_rounds": params.history_rounds,
+        "votes": params.votes,
+        "variant": params.variant,
+        "memory_players": sorted(params.memory_players) if params.variant == "memory" else [],
     }
 
 
@@ -101,6 +104,10 @@ def _check_lineups(params: EliminationParams, models: ModelsParams, source: str)
         if name not in known:
             raise ParamsError(f"{source}: schedule.players: {name!r} is not in the roster of "
                               f"params/models.yaml (known: {', '.join(sorted(known))})")
+    for name in params.memory_players:
+        if name not in known:
+            raise ParamsError(f"{source}: memory_players: {name!r} is not in the roster of params/models.yaml "
+                              f"(known: {', '.join(sorted(known))})")
     if len(set(sched.players)) != len(sched.players):
         raise ParamsError(f"{source}: schedule.players lists a name twice; list each player once")
     if sched.lineups_per_player and len(sched.players) < params.seats:

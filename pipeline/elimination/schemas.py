@@ -8,6 +8,7 @@ from pipeline.core.schemas import StrictTable
 
 PHASES = ["vote", "revote", "jury"]
 MESSAGE_KINDS = ["public", "tiebreak", "plea", "private"]
+VARIANTS = ["standard", "public_only", "memory"]
 
 
 class GamesSchema(StrictTable):
@@ -17,6 +18,7 @@ class GamesSchema(StrictTable):
     file: str
     seats: int = pa.Field(ge=0)
     rounds: int = pa.Field(ge=0)
+    variant: str = pa.Field(isin=VARIANTS)  # standard, public_only (no private talk), memory (memory notes)
     winner_seat: str = pa.Field(nullable=True)
     winner_model: str = pa.Field(nullable=True)
     rank_source: str = pa.Field(nullable=True, isin=["derived", "final_results"])
@@ -48,6 +50,7 @@ class MessagesSchema(StrictTable):
     words: int = pa.Field(ge=0)  # words of the reply before any cut
     words_recorded: int = pa.Field(ge=0)
     cut: bool
+    empty_at_token_limit: bool  # the token limit cut the reply before any visible text (reasoning models)
 
 
 class VotesSchema(StrictTable):
@@ -61,6 +64,8 @@ class VotesSchema(StrictTable):
     target_seat: str = pa.Field(nullable=True)
     target_model: str = pa.Field(nullable=True)
     valid: bool
+    target_marker: str = pa.Field(nullable=True)  # the original's invalid-vote marker, e.g. "(invalid/skipped)"
+    token_limit_replies: int = pa.Field(ge=0)  # tries the token limit cut before any visible text
     reason: str = pa.Field(nullable=True)
 
 
@@ -90,7 +95,9 @@ class PairsSchema(StrictTable):
 
 
 class FinalRanksSchema(StrictTable):
-    """Final rank and partial points of every seat (rank null: the game did not finish)."""
+    """Final rank and partial points of every seat (rank null: the game did not finish). `rank`
+    and `points` come from the source the import chose (recorded by default, as the original's
+    leaderboard); `recorded_*` and `derived_rank` keep both sources for comparison."""
 
     game_id: str
     seat: str
@@ -99,7 +106,19 @@ class FinalRanksSchema(StrictTable):
     rank: int = pa.Field(ge=1, nullable=True)
     points: float = pa.Field(ge=0, le=1, nullable=True)
     recorded_rank: int = pa.Field(nullable=True)
+    recorded_points: float = pa.Field(nullable=True)
+    derived_rank: int = pa.Field(nullable=True)
     seats: int = pa.Field(ge=1)
+
+
+class MemoryNotesSchema(StrictTable):
+    """The memory variant's private notes: what a player kept for itself after each round."""
+
+    game_id: str
+    round: int = pa.Field(ge=0)
+    seat: str
+    model: str = pa.Field(nullable=True)
+    note: str
 
 
 class LeaderboardSchema(StrictTable):
@@ -111,6 +130,7 @@ class LeaderboardSchema(StrictTable):
     rank_hi: int = pa.Field(ge=1)
     model: str = pa.Field(unique=True)
     mu: float
+    mu_rel: float  # mu minus the field mean: compares with a table rated from another prior mu
     sigma: float = pa.Field(ge=0)
     mu_lo: float = pa.Field(nullable=True)
     mu_hi: float = pa.Field(nullable=True)
@@ -141,6 +161,7 @@ class ModelStatsSchema(StrictTable):
     cut_messages: int = pa.Field(ge=0)
     votes_cast: int = pa.Field(ge=0)
     invalid_votes: int = pa.Field(ge=0)
+    empty_at_token_limit: int = pa.Field(ge=0)  # replies (messages and vote tries) cut before any text
 
 
 class RankDistributionSchema(StrictTable):
@@ -160,4 +181,5 @@ TABLE_SCHEMAS: dict[str, type[pa.DataFrameModel]] = {
     "eliminations": EliminationsSchema,
     "pairs": PairsSchema,
     "final_ranks": FinalRanksSchema,
+    "memory_notes": MemoryNotesSchema,
 }

@@ -53,6 +53,10 @@ class RatingSettings(Strict):
     bootstrap_resamples: int = Field(
         100, ge=0, le=10000, description="bootstrap resamples for rating intervals (0: none)"
     )
+    matchup: Literal["teams", "pairwise"] = Field(
+        "teams", description="teams: one update per game, the spy against the civilians' team (the spec); "
+        "pairwise: the spy against each civilian model separately (about five updates a game for the spy)",
+    )
 
     def rating_params(self) -> RatingParams:
         return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)

@@ -101,6 +101,14 @@ class Game:
         self.said: list[str] = []  # normalized descriptions so far, for the repeat rule
         self.civilian_votes: list[tuple[int, int | None]] = []
         self.rounds_played = 0
+        self.reasoner = self.reasoning_seat()
+
+    def reasoning_seat(self) -> Seat | None:
+        """The reasoning variant's one reasoning player, as in the paper: the game's focal model
+        when it plays a civilian (its first civilian seat); None in every other game."""
+        if self.spec.variant != "reasoning" or self.spec.focal is None:
+            return None
+        return next((s for s in self.seats if s.model == self.spec.focal and s.role == "civilian"), None)
 
     # -- state ------------------------------------------------------------------------------
     @property
@@ -153,14 +161,20 @@ class Game:
             state=self.bot_state(seat, round_no, "speech", []),
         )
         reply, latency = await timed_act(self.players[seat.model], request)
-        text, truncated = cut(reply.text, self.rules.max_chars)
+        answered = bool(normalize(reply.text))
+        speech = reply.text.strip()
+        if seat.role == "spy" and self.spec.variant in INJECTED_LINES:
+            # the variant's line is part of the spy's speech: inside the character limit and
+            # under the same foul checks as the description it follows
+            speech = f"{speech} {INJECTED_LINES[self.spec.variant]}".strip()
+        text, truncated = cut(speech, self.rules.max_chars)
         fouls = speech_fouls(text, seat.word, self.said, latency, self.rules.time_limit_s)
+        if not answered and "no_answer" not in fouls:
+            fouls.insert(0, "no_answer")  # the line alone is not an answer from the model
         if normalize(text) and "timeout" not in fouls:
             self.said.append(normalize(text))
         # a late answer counts as no answer: nobody hears it
         shown = NO_DESCRIPTION if ("no_answer" in fouls or "timeout" in fouls) else redact(text, seat.word)
-        if seat.role == "spy" and self.spec.variant in INJECTED_LINES:
-            shown = f"{shown} {INJECTED_LINES[self.spec.variant]}"
         self.events.append(
             {
                 "type": "speech",
@@ -184,7 +198,7 @@ class Game:
         requests = []
         for seat in voters:
             candidates = [s.name for s in voters if s is not seat]
-            reasoning = self.spec.variant == "reasoning" and seat.role == "civilian"
+            reasoning = seat is self.reasoner
             requests.append(
                 MoveRequest(
                     messages=vote_messages(
@@ -210,7 +224,7 @@ class Game:
                 "reply": reply.text,
                 "latency_s": round(latency, 4),
             }
-            if self.spec.variant == "reasoning" and seat.role == "civilian":
+            if seat is self.reasoner:
                 event["analysis"] = reply.text
             self.events.append(event)
             target_index = self.names.index(target) if target else None
@@ -291,6 +305,7 @@ class Game:
             "replies": self.spec.replies.model_dump(mode="json"),
             "focal": self.spec.focal,
             "focal_role": self.spec.focal_role,
+            "reasoning_seat": self.reasoner.name if self.reasoner else None,
             "replicate": self.spec.replicate,
         }
 

@@ -7,9 +7,13 @@ average survival rounds (rounds a seat completed: eliminated in round k counts k
 counts the rounds played).
 
 TrueSkill: each game of the ranked variant is a win of the spy's team or of the civilians' team.
-The core rates one-against-one games, so a game becomes one Pairwise event between the spy's model
-and each distinct civilian model (a model sitting on both sides is left out of that pair). A game
-always has a winner, so no event is a draw and draw_probability 0 is a valid setting.
+By default (`rating.matchup: teams`, the spec) a game is one TeamMatch: the spy's model against
+the team of the distinct civilian models (a model sitting on both sides is left out of the
+civilians' team; a model filling two civilian seats is in the team once), so every model gets one
+update per game. `matchup: pairwise` (the earlier behaviour, an option) splits a game into one
+Pairwise event between the spy's model and each distinct civilian model: the spy then gets about
+five updates a game. A game always has a winner, so no event is a draw and draw_probability 0 is
+a valid setting.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.io import seed_from
-from pipeline.core.rating import Pairwise, rating_summary
+from pipeline.core.rating import Pairwise, RatingEvent, TeamMatch, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
 from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
 
@@ -193,9 +197,13 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
     ).drop("hits")
 
 
-def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str) -> list[Pairwise]:
-    """Spy's model against each distinct civilian model, in game-id order."""
-    events: list[Pairwise] = []
+def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str,
+                  matchup: str = "teams") -> list[RatingEvent]:
+    """In game-id order: per game the spy's model against the civilians' team ("teams"), or
+    against each distinct civilian model in turn ("pairwise")."""
+    if matchup not in ("teams", "pairwise"):
+        raise ValueError(f"matchup must be 'teams' or 'pairwise', got {matchup!r}")
+    events: list[RatingEvent] = []
     ranked = games.filter(pl.col("variant") == variant).sort("game_id")
     civilians = (
         seats.filter(pl.col("role") == "civilian")
@@ -206,9 +214,13 @@ def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str) -> lis
     for game in ranked.iter_rows(named=True):
         spy = game["spy_model"]
         outcome = "a" if game["winner"] == "spy" else "b"
-        for civilian in models_by_game.get(game["game_id"], []):
-            if civilian != spy:
-                events.append(Pairwise(a=spy, b=civilian, outcome=outcome))
+        team = [civilian for civilian in models_by_game.get(game["game_id"], []) if civilian != spy]
+        if matchup == "teams":
+            if team:
+                events.append(TeamMatch(a=(spy,), b=tuple(team), outcome=outcome))
+            continue
+        for civilian in team:
+            events.append(Pairwise(a=spy, b=civilian, outcome=outcome))
     return events
 
 
@@ -216,7 +228,7 @@ _RATINGS_COLUMNS: tuple[str, ...] = ("player", "mu", "sigma", "mu_sd", "events",
 _INTERVAL_COLUMNS: tuple[str, ...] = ("player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi")
 
 
-def ratings(events: Sequence[Pairwise], settings: RatingSettings, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def ratings(events: Sequence[RatingEvent], settings: RatingSettings, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Multi-pass TrueSkill (player, mu, sigma, mu_sd, events, passes) and its bootstrap
     intervals (player, mu_lo, mu_hi, rank, rank_lo, rank_hi; rank by mu, 1 = best), from
     `rating_summary`: null mu intervals and rank_lo == rank_hi == rank when resamples is 0."""

@@ -49,7 +49,7 @@ def write_report(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | 
     write_table(out / "speeches.parquet", tables["speeches"], SpeechesSchema, sort_by=["game_id", "round", "seat"])
     write_table(out / "votes.parquet", tables["votes"], VotesSchema, sort_by=["game_id", "round", "voter"])
 
-    events = rating_events(games, seats, params.rank_variant)
+    events = rating_events(games, seats, params.rank_variant, params.rating.matchup)
     rating_table, intervals = ratings(events, params.rating, params.seed)
     write_table(out / "ratings.parquet", rating_table, RatingsSchema, sort_by=["player"])
     board = write_table(

@@ -22,7 +22,9 @@ from pipeline.whoisspy.prompts import prompt_fingerprint
 from pipeline.whoisspy.words import WORD_PAIRS
 
 #: bump when the engine's behaviour changes in a way that should replay every game
-ENGINE_VERSION = 1
+# 2: the spy's injected line counts in its 400 characters and its foul checks; the reasoning
+# variant's prompt goes to the focal civilian only (issue 14)
+ENGINE_VERSION = 2
 ROLES: tuple[str, ...] = ("spy", "civilian")
 
 
