@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import load_params
 from pipeline.core.params import StrictParams as Strict
+from pipeline.core.trueskill_settings import with_defaults
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
@@ -66,19 +67,19 @@ class ScheduleParams(Strict):
     )
 
 
-class RatingSettings(Strict):
-    mu: float = Field(4.0, description="TrueSkill prior mean (the original README's first versions used 5.0)")
-    sigma: float = Field(8.3333, gt=0, description="TrueSkill prior standard deviation")
-    beta: float = Field(4.1667, gt=0, description="TrueSkill performance noise")
-    tau: float = Field(0.0, ge=0, description="TrueSkill dynamics factor")
-    draw_probability: float = Field(0.0, ge=0, lt=1, description="0: final ranks never tie")
-    passes: int = Field(100, ge=1, description="random orders of the games; each pass starts from fresh priors")
+class RatingSettings(
+    with_defaults(
+        "EliminationTrueSkill", mu=4.0, sigma=8.3333, beta=4.1667, tau=0.0, passes=100, bootstrap_resamples=50,
+    )
+):
+    """The original's TrueSkill: its prior (mu 4.0; its README's first versions used 5.0), no dynamics,
+    no draws (final ranks never tie), many passes from fresh priors."""
+
     aggregate: Literal["mean", "median"] = Field(
         "mean", description="what summarizes mu and sigma over the passes: mean or median")
     ranks: Literal["recorded", "derived"] = Field(
         "recorded", description="recorded: final_results' ranks and partial points, as the original's "
         "leaderboard; derived: re-derived from the records (differences listed in import_report.json)")
-    bootstrap_resamples: int = Field(50, ge=0, description="bootstrap resamples over games for mu intervals (0: none)")
     bootstrap_passes: int = Field(5, ge=1, description="passes inside each bootstrap resample")
     seed: int = Field(0, ge=0, description="a non-negative integer seeding pass orders and resamples")
 

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import load_params
-from pipeline.core.rating import RatingParams
 from pipeline.core.params import StrictParams as Strict
+from pipeline.core.trueskill_settings import with_defaults
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
 VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
@@ -40,26 +40,13 @@ class ReplyParams(Strict):
     )
 
 
-class RatingSettings(Strict):
-    mu: float = Field(25.0, description="TrueSkill prior mean")
-    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
-    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
-    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
-    draw_probability: float = Field(
-        0.0, ge=0.0, lt=1.0,
-        description="TrueSkill draw probability in [0, 1); a game always has a winner, so 0 fits",
-    )
-    passes: int = Field(8, ge=1, le=1000, description="rating passes over shuffled game orders")
-    bootstrap_resamples: int = Field(
-        100, ge=0, le=10000, description="bootstrap resamples for rating intervals (0: none)"
-    )
+class RatingSettings(with_defaults("WhoIsSpyTrueSkill", passes=8, bootstrap_resamples=100)):
+    """trueskill's own defaults; a game always has a winner, so no draws."""
+
     matchup: Literal["teams", "pairwise"] = Field(
         "teams", description="teams: one update per game, the spy against the civilians' team (the spec); "
         "pairwise: the spy against each civilian model separately (about five updates a game for the spy)",
     )
-
-    def rating_params(self) -> RatingParams:
-        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
 
 
 class WhoIsSpyParams(Strict):

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
-from pipeline.core.rating import RatingParams
+from pipeline.core.trueskill_settings import with_defaults
 
 
 class ReplyParams(Strict):
@@ -23,19 +23,12 @@ class ReplyParams(Strict):
     )
 
 
-class RatingSettings(Strict):
-    mu: float = Field(25.0, description="TrueSkill prior mean")
-    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
-    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
-    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
+class RatingSettings(with_defaults("XentTrueSkill", draw_probability=0.1, passes=8, bootstrap_resamples=50)):
+    """trueskill's own defaults; equal map scores are ties, so the draw probability must be positive."""
+
     draw_probability: float = Field(
         0.1, gt=0.0, lt=1.0, description="TrueSkill draw probability in (0, 1): equal map scores are ties"
     )
-    passes: int = Field(8, ge=1, le=1000, description="rating passes over shuffled map orders")
-    bootstrap_resamples: int = Field(50, ge=0, le=10000, description="bootstrap resamples for intervals (0: none)")
-
-    def rating_params(self) -> RatingParams:
-        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
 
 
 class XentParams(Strict):
