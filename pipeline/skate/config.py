@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,7 +20,9 @@ STRATEGIES: tuple[str, ...] = (
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
 )
 RankingMode = Literal["relative", "absolute"]
-AnswerMode = Literal["auto", "adaptive", "exact"]
+#: one estimator for the whole ranking: never a mix of sampled and exact p(correct)
+AnswerMode = Literal["sampled", "exact"]
+OutsideLetters = Literal["renormalise", "count_wrong"]
 
 
 
@@ -55,14 +57,16 @@ class GenerationParams(Strict):
 
 class AnsweringParams(Strict):
     mode: AnswerMode = Field(
-        "auto",
-        description="auto (exact for local/ models and exact_players, adaptive for the rest), "
-        "adaptive, or exact",
+        "sampled",
+        description="the one p(correct) estimator of the whole ranking: sampled (the paper: adaptive "
+        "sampling, an unparseable answer counts as wrong) or exact (next-token log-probabilities; "
+        "every answerer must return them)",
     )
-    exact_players: list[str] = Field(
-        default_factory=list,
-        description="roster names whose provider returns next-token log-probabilities (auto mode "
-        "uses exact mode for them)",
+    outside_letters: OutsideLetters = Field(
+        "renormalise",
+        description="exact mode: what happens to the probability mass on tokens other than A-D: "
+        "renormalise (p over the four letters; the mass is reported) or count_wrong (that mass "
+        "counts as a wrong answer, like an unparseable sample)",
     )
     sigma_stop: float = Field(0.05, gt=0, lt=0.5, description="stop sampling when the standard error is at most this")
     min_samples: int = Field(10, ge=1, description="adaptive mode's floor of samples per question")
@@ -76,6 +80,23 @@ class AnsweringParams(Strict):
         2, ge=0, le=3, description="solved example questions (0-3) shown before each question, as "
         "earlier chat turns; base models then answer with a letter"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_mode(cls, data: Any) -> Any:
+        """Earlier params mixed estimators per model; say what replaced them."""
+        if isinstance(data, dict):
+            if "exact_players" in data:
+                raise ValueError(
+                    "exact_players is gone: one ranking uses one estimator for every model; set "
+                    "answering.mode to sampled or exact and delete exact_players"
+                )
+            if data.get("mode") in ("auto", "adaptive"):
+                raise ValueError(
+                    f"answering.mode {data['mode']!r} is gone: one ranking uses one estimator; use "
+                    "sampled (the paper's adaptive sampling) or exact (log-probabilities, every answerer)"
+                )
+        return data
 
     @model_validator(mode="after")
     def _floor_below_cap(self) -> AnsweringParams:
@@ -161,16 +182,9 @@ class SkateParams(Strict):
                         f"known: {', '.join(sorted(known))}"
                     )
 
-    def answer_mode(self, models: ModelsParams, name: str) -> Literal["adaptive", "exact"]:
-        """Exact mode needs next-token log-probabilities: local models and listed players."""
-        entry = models.entry(name)
-        if entry.is_bot:
-            return "adaptive"
-        if self.answering.mode != "auto":
-            return self.answering.mode
-        if entry.provider == "local" or name in self.answering.exact_players:
-            return "exact"
-        return "adaptive"
+    def answer_mode(self) -> Literal["sampled", "exact"]:
+        """The estimator of every answerer in this ranking."""
+        return self.answering.mode
 
 
 def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:

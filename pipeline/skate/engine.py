@@ -24,7 +24,7 @@ from pipeline.core.sandbox import Sandbox
 from pipeline.core.schemas import read_table, write_table
 from pipeline.skate import uniqueness
 from pipeline.skate.config import SkateParams
-from pipeline.skate.mcq import answer_question, summary_row
+from pipeline.skate.mcq import answer_question, refuse_without_logprobs, summary_row
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.prompts import ContextItem, FailedAttempt, render_context, render_failures, setter_messages
 from pipeline.skate.schedule import (
@@ -168,6 +168,8 @@ async def run_answer(
     """One answerer's samples and p(correct) on every question of one round."""
     questions = round_questions(read_json(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
+    if job.mode == "exact":
+        refuse_without_logprobs(player)
     results = await asyncio.gather(*(
         answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
     ))
@@ -186,7 +188,7 @@ _SAMPLE_DTYPES = {
 _PCORRECT_DTYPES = {
     "question_id": pl.String, "round": pl.Int64, "setter": pl.String, "answerer": pl.String,
     "mode": pl.String, "p_correct": pl.Float64, "std_error": pl.Float64, "samples": pl.Int64,
-    "answer_only": pl.Boolean,
+    "answer_only": pl.Boolean, "outside_mass": pl.Float64, "unparsed_share": pl.Float64,
 }
 
 

@@ -68,6 +68,9 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
     answers = list(schedule.answers.values())
     samples = pl.concat([read_table(answer_paths(games_dir, a.job_id)["samples"], SamplesSchema) for a in answers])
     pcorrect = pl.concat([read_table(answer_paths(games_dir, a.job_id)["pcorrect"], PCorrectSchema) for a in answers])
+    estimators = sorted(set(pcorrect["mode"]))
+    if len(estimators) > 1:  # one ranking, one estimator: never rate a mix (e.g. stale files)
+        raise ValueError(f"p(correct) tables mix estimators {estimators}; rerun the answer jobs with one answering.mode")
     calls = [read_table(answer_paths(games_dir, a.job_id)["calls"], CallsSchema) for a in answers]
     calls += [read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
               for g in schedule.generate.values()]

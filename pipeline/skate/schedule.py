@@ -27,7 +27,7 @@ from pipeline.skate.uniqueness import EMBEDDING_MODEL
 
 # bump when a code change alters what a job produces: every job id changes, so every job reruns
 # (Snakemake sees only ids, inputs and params, not the package code)
-SKATE_VERSION = "skate-2"
+SKATE_VERSION = "skate-3"
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,6 @@ def generation_settings(params: SkateParams) -> dict[str, Any]:
 def answering_settings(params: SkateParams) -> dict[str, Any]:
     answering = params.answering.model_dump(mode="json")
     answering.pop("mode")
-    answering.pop("exact_players")
     return {"version": SKATE_VERSION, "prompts": PROMPT_VERSION, "seed": params.seed, "answering": answering}
 
 
@@ -129,7 +128,7 @@ def build_schedule(params: SkateParams, models: ModelsParams, source: str = "par
         generated = tuple(generate[(r, s)].job_id for s in params.players)
         rounds[r] = RoundJob(content_id({"job": "skate-round", "round": r, "generate": generated}), r, generated)
         for answerer in params.answerers:
-            mode = params.answer_mode(models, answerer)
+            mode = params.answer_mode()
             job_id = content_id({
                 "job": "skate-answer", "round": rounds[r].job_id, "answerer": entries[answerer],
                 "mode": mode, "answering": answering,

@@ -41,13 +41,13 @@ class SetterRoundsSchema(StrictTable):
 
 
 class SamplesSchema(StrictTable):
-    """Every answer drawn (adaptive) or scored from log-probabilities (exact)."""
+    """Every answer drawn (sampled) or scored from log-probabilities (exact)."""
 
     question_id: str
     round: int = pa.Field(ge=1)
     setter: str
     answerer: str
-    mode: str = pa.Field(isin=["adaptive", "exact"])
+    mode: str = pa.Field(isin=["sampled", "exact"])
     sample_index: int = pa.Field(ge=0)
     options: str  # the four options in display order, one per line
     correct_letter: str = pa.Field(isin=["A", "B", "C", "D"])
@@ -58,17 +58,20 @@ class SamplesSchema(StrictTable):
 
 
 class PCorrectSchema(StrictTable):
-    """p(correct) per question and answerer, with the mode that measured it."""
+    """p(correct) per question and answerer, with the estimator that measured it (one per game)."""
 
     question_id: str
     round: int = pa.Field(ge=1)
     setter: str
     answerer: str
-    mode: str = pa.Field(isin=["adaptive", "exact"])
+    mode: str = pa.Field(isin=["sampled", "exact"])
     p_correct: float = pa.Field(ge=0, le=1)
     std_error: float = pa.Field(ge=0)
     samples: int = pa.Field(ge=1)
     answer_only: bool
+    # exact: mean probability mass on tokens other than A-D (null when sampled)
+    outside_mass: float = pa.Field(nullable=True, ge=0, le=1)
+    unparsed_share: float = pa.Field(ge=0, le=1)  # replies not parsed to a letter
 
 
 class SkateRatingsSchema(RatingSummarySchema):
