@@ -50,8 +50,9 @@ class GenerationParams(Strict):
     max_output_chars: int = Field(
         200, ge=1, description="a program printing more than this (as one option line) is rejected"
     )
-    max_context_items: int = Field(
-        30, ge=0, description="at most this many earlier questions enter a setter's prompt (latest first)"
+    max_context_items: int | None = Field(
+        None, ge=0, description="null (the paper): every earlier question the strategy allows enters "
+        "a setter's prompt; a number keeps only that many of the latest (for short context windows)"
     )
 
 
@@ -109,6 +110,12 @@ class RankingParams(Strict):
     primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
     pass_threshold: float = Field(0.55, gt=0, le=1, description="absolute mode: p(correct) at or above this passes")
     passes: int = Field(20, ge=1, le=1000, description="TrueSkill passes over shuffled event orders")
+    headline: Literal["multipass", "sequential"] = Field(
+        "multipass",
+        description="the headline rating (metrics trueskill_mu, trueskill_rank): multipass (the mean "
+        "over `passes` shuffled orders, with bootstrap intervals; ours) or sequential (the paper's "
+        "single pass over the questions in game order). Both are always reported.",
+    )
     bootstrap_resamples: int = Field(
         100, ge=0, le=10000, description="bootstrap resamples over games for the rating intervals (0: none)"
     )

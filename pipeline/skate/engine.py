@@ -71,8 +71,9 @@ def context_items(
         )
         for n, q in enumerate(questions, start=1)
     ]
-    if params.generation.max_context_items < len(items):
-        items = items[len(items) - params.generation.max_context_items:]
+    limit = params.generation.max_context_items
+    if limit is not None and limit < len(items):
+        items = items[len(items) - limit:]
     random.Random(seed_from("skate-context", job.job_id)).shuffle(items)
     return items
 
@@ -98,7 +99,7 @@ async def run_generate(
     accepted: dict[str, Any] | None = None
     for attempt in range(1, params.attempts + 1):
         messages = setter_messages(
-            round_number=job.round, context=context,
+            round_number=job.round, rounds=params.rounds, context=context,
             failures=render_failures(failures, params.attempts - attempt + 1),
         )
         reply = await player.act(MoveRequest(

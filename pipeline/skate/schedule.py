@@ -3,8 +3,9 @@
 generate(round, setter) -> round(round) -> answer(round, answerer) -> rate/report.
 
 A job's id hashes its settings, its roster entry and the ids of the jobs it reads, so changing
-anything upstream renames (and reruns) exactly the jobs downstream of it, while adding a round
-or an answer-only player adds jobs and renames none. Which earlier jobs a generate job reads
+anything upstream renames (and reruns) exactly the jobs downstream of it, while adding an
+answer-only player adds jobs and renames none. (Changing the number of rounds renames every
+setter's job: its prompt says "round n of N", as in the paper.) Which earlier jobs a generate job reads
 depends on the augmentation strategy: every setter reads its own previous round (its earlier
 questions, for the uniqueness check); historical_performance also reads its own answers of
 earlier rounds; full_personal_context and full_context read every player's answers (and the
@@ -89,6 +90,7 @@ def generation_settings(params: SkateParams) -> dict[str, Any]:
         "version": SKATE_VERSION,
         "prompts": PROMPT_VERSION,
         "attempts": params.attempts,
+        "rounds": params.rounds,  # the setter's prompt says "round n of N"
         "strategy": params.strategy,
         "similarity_threshold": params.similarity_threshold,
         "embedding": EMBEDDING_MODEL,
