@@ -106,3 +106,26 @@ class VarianceSchema(StrictTable):
     program: str
     answer: str
     p_correct_by_answerer: str  # JSON object
+
+
+class SimilarityPairsSchema(StrictTable):
+    """Calibration: the cosine similarity of each labelled question pair."""
+
+    question_a: str
+    question_b: str
+    label: str = pa.Field(isin=["same", "different"])
+    cosine: float = pa.Field(ge=-1.0001, le=1.0001)
+
+
+class ThresholdSweepSchema(StrictTable):
+    """Calibration: each candidate threshold as a detector of repeated questions."""
+
+    threshold: float = pa.Field(gt=0, le=1)
+    flagged: int = pa.Field(ge=0)
+    true_positives: int = pa.Field(ge=0)
+    false_positives: int = pa.Field(ge=0)
+    false_negatives: int = pa.Field(ge=0)
+    precision: float = pa.Field(ge=0, le=1)
+    recall: float = pa.Field(ge=0, le=1)
+    f1: float = pa.Field(ge=0, le=1)
+    f_half: float = pa.Field(ge=0, le=1)  # F0.5: precision weighted twice; the choice maximises it
