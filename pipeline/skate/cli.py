@@ -99,8 +99,33 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from pipeline.skate.play import play_game
 
     params, models, _ = _load(args)
+    if args.strategy:
+        params = params.model_copy(update={"strategy": args.strategy})
     play_game(params, models, args.out, sandbox=_sandbox(params))
     print(f"played {params.rounds} round(s); see {Path(args.out) / 'metrics.json'}", file=sys.stderr)
+    return 0
+
+
+def _cmd_analyse(args: argparse.Namespace) -> int:
+    from pipeline.skate.analysis_report import write_game_analyses
+
+    params, _, _ = _load(args)
+    summary = write_game_analyses(params, args.out)
+    for step in summary["stability"]:
+        print(f"{step['joined']} joined ({step['models']} models): Kendall tau of the others "
+              f"{step['kendall_tau_existing']}, largest mu shift {step['max_abs_mu_shift_existing']}", file=sys.stderr)
+    print(f"answer-only models joined: Kendall tau of the setters {summary['answer_only']['kendall_tau_setters']}",
+          file=sys.stderr)
+    return 0
+
+
+def _cmd_compare_strategies(args: argparse.Namespace) -> int:
+    from pipeline.skate.analysis_report import write_strategy_comparison
+
+    params, _, _ = _load(args)
+    summary = write_strategy_comparison(params, args.out)
+    for row in summary.get("rank_agreement", []):
+        print(json.dumps(row), file=sys.stderr)
     return 0
 
 
@@ -150,6 +175,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     add("report", "metrics.json, plots and the points-of-difference list", _cmd_report)
     add("schedule", "list every job of the game with its id", _cmd_schedule)
     add("play", "the whole game in this process, without Snakemake (quick experiments)", _cmd_play)
+    sub.choices["play"].add_argument("--strategy", default=None, help="play with this augmentation strategy instead")
+    add("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
+    add("compare-strategies", "the strategy games (results/skate/strategies/*) side by side", _cmd_compare_strategies)
     calibrate = sub.add_parser(
         "calibrate", help="precision and recall of each uniqueness threshold on a labelled pair set"
     )

@@ -131,6 +131,19 @@ class RankingParams(Strict):
         return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
 
 
+class AnalysesParams(Strict):
+    stability_order: list[str] | None = Field(
+        None,
+        description="the order in which models join for the stability analysis (paper Figure 7); "
+        "null: players, then answer_only, as listed",
+    )
+    strategies: list[Strategy] = Field(
+        default_factory=lambda: list(STRATEGIES),
+        description="augmentation strategies compared (one whole game each, same roster and "
+        "seed); [] skips the comparison",
+    )
+
+
 class SkateParams(Strict):
     players: list[str] = Field(
         min_length=1,
@@ -158,6 +171,7 @@ class SkateParams(Strict):
     answering: AnsweringParams = Field(default_factory=AnsweringParams, description="how p(correct) is estimated")
     ranking: RankingParams = Field(default_factory=RankingParams, description="pairwise TrueSkill settings")
     sandbox: SandboxParams = Field(default_factory=SandboxParams, description="limits of the program sandbox")
+    analyses: AnalysesParams = Field(default_factory=AnalysesParams, description="the paper's analyses: stability, strategy comparison")
 
     @field_validator("players", "answer_only")
     @classmethod

@@ -129,3 +129,40 @@ class ThresholdSweepSchema(StrictTable):
     recall: float = pa.Field(ge=0, le=1)
     f1: float = pa.Field(ge=0, le=1)
     f_half: float = pa.Field(ge=0, le=1)  # F0.5: precision weighted twice; the choice maximises it
+
+
+class StabilitySchema(StrictTable):
+    """Analysis: ratings after each model joins (primary ranking mode, multi-pass)."""
+
+    models: int = pa.Field(ge=2)  # models present
+    joined: str  # the model that joined last
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    rank: int = pa.Field(ge=1)
+
+
+class AnswerOnlyRankingSchema(StrictTable):
+    """Analysis: the setters ranked alone, then with the answer-only models (paper Figure 6)."""
+
+    panel: str = pa.Field(isin=["setters only", "with answer-only models"])
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    rank: int = pa.Field(ge=1)
+
+
+class StrategyComparisonSchema(StrictTable):
+    """Analysis: one row per augmentation strategy and model, from that strategy's game."""
+
+    strategy: str
+    model: str
+    trueskill_mu: float = pa.Field(nullable=True)
+    trueskill_sigma: float = pa.Field(nullable=True)
+    trueskill_rank: int = pa.Field(nullable=True, ge=1)
+    asking_skill: float = pa.Field(nullable=True)
+    answering_skill: float = pa.Field(nullable=True)
+    self_preference: float = pa.Field(nullable=True)
+    p_correct_own_questions: float = pa.Field(nullable=True)
+    valid_rate: float = pa.Field(nullable=True)
+    questions_entered: int = pa.Field(nullable=True, ge=0)
