@@ -186,6 +186,12 @@ class SkateParams(Strict):
         both = sorted(set(self.players) & set(self.answer_only))
         if both:
             raise ValueError(f"{', '.join(both)} in both players and answer_only; keep each in one list")
+        unknown = sorted(set(self.analyses.stability_order or ()) - set(self.answerers))
+        if unknown:
+            raise ValueError(
+                f"analyses.stability_order: {', '.join(unknown)} is not among players or answer_only; "
+                "list the game's models in the order they join"
+            )
         return self
 
     @property
