@@ -19,13 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pipeline  # noqa: E402,F401
-from _common import write_result  # noqa: E402
-from pipeline.core.roster import load_models  # noqa: E402
-from pipeline.core.sandbox import Sandbox  # noqa: E402
-from pipeline.skate.analysis_report import write_game_analyses, write_strategy_comparison  # noqa: E402
-from pipeline.skate.config import load_skate  # noqa: E402
-from pipeline.skate.play import play_game  # noqa: E402
+from _common import write_result
+
+import pipeline  # noqa: F401
+from pipeline.core.roster import load_models
+from pipeline.core.sandbox import Sandbox
+from pipeline.skate.analysis_report import write_game_analyses, write_strategy_comparison
+from pipeline.skate.config import load_skate
+from pipeline.skate.play import play_game
 
 
 def main() -> None:

@@ -15,7 +15,11 @@ from pipeline.skate.analyses import kendall_tau
 from pipeline.skate.analysis_report import write_game_analyses, write_strategy_comparison
 from pipeline.skate.config import SkateParams
 from pipeline.skate.play import play_game
-from pipeline.skate.schemas import AnswerOnlyRankingSchema, StabilitySchema, StrategyComparisonSchema
+from pipeline.skate.schemas import (
+    AnswerOnlyRankingSchema,
+    StabilitySchema,
+    StrategyComparisonSchema,
+)
 from tests.conftest import models_params
 
 BOTS = [  # clearly separated skills: oracle 1 > setter-bot 0.9 (1 on its own) > good-setter 0.5 > poor 0.1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ def stability_summary(stability: pl.DataFrame) -> list[dict[str, Any]]:
     """Per arrival: Kendall's tau of the models already present, before and after it joined."""
     steps = sorted(set(stability["models"].to_list()))
     result = []
-    for before, after in zip(steps, steps[1:]):
+    for before, after in pairwise(steps):
         earlier = stability.filter(pl.col("models") == before)
         later = stability.filter(pl.col("models") == after)
         shift = earlier.join(later, on="player", suffix="_after").select(
