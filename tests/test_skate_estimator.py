@@ -158,8 +158,10 @@ def test_providers_without_logprobs_and_plain_bots_are_refused(tmp_path: Path) -
         play_game(params(answer_only=["claude"]), models, tmp_path / "a", report=False)
     # a generic bot only picks letters: it has no distribution to give
     models = models_params([*BOTS, {"name": "random-bot", "bot": "random"}])
-    with pytest.raises(ParamsError, match=r"'random-bot'.*returned no log-probabilities"):
+    with pytest.raises(ParamsError, match=r"'random-bot'.*generic 'random' bot"):
         play_game(params(answer_only=["random-bot"]), models, tmp_path / "b", report=False)
+    # both refused before any setter wrote a question
+    assert not list((tmp_path / "a").rglob("*.json")) and not list((tmp_path / "b").rglob("*.json"))
 
 
 def test_the_same_game_sampled_gives_sampled_rows_only(tmp_path: Path) -> None:

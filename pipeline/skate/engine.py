@@ -91,6 +91,8 @@ async def run_generate(
     gateway: Gateway, sandbox: Sandbox,
 ) -> dict[str, Any]:
     """Up to `attempts` tries of one setter in one round; the first valid, unique one is entered."""
+    if params.answering.mode == "exact":  # refuse a game exact mode cannot rate before a setter spends a call
+        refuse_without_logprobs([models.entry(name) for name in params.answerers])
     history: list[dict[str, Any]] = read_json(generate_path(out, job.previous))["history"] if job.previous else []
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
     player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
@@ -170,7 +172,7 @@ async def run_answer(
     questions = round_questions(read_json(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
     if job.mode == "exact":
-        refuse_without_logprobs(player)
+        refuse_without_logprobs([player.entry])
     results = await asyncio.gather(*(
         answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
     ))

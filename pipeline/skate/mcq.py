@@ -34,6 +34,7 @@ from pipeline.skate.prompts import answer_messages
 if TYPE_CHECKING:  # the gateway's import of litellm costs seconds; jobs without players skip it
     from pipeline.core.llm import TokenLogprob
     from pipeline.core.players import MoveRequest, Player
+    from pipeline.core.roster import RosterEntry
 
 
 @dataclass(frozen=True)
@@ -144,22 +145,28 @@ def _unparsed_share(rows: Sequence[Mapping[str, Any]]) -> float:
     return sum(r["parsed"] is None for r in rows) / len(rows)
 
 
-def exact_refusal(player: Player, why: str) -> ParamsError:
+def exact_refusal(entry: RosterEntry, why: str) -> ParamsError:
     return ParamsError(
         f"params/skate.yaml: answering.mode: exact scores every answerer from next-token "
-        f"log-probabilities, but roster entry {player.name!r} ({player.entry.model_string}) {why}. "
+        f"log-probabilities, but roster entry {entry.name!r} ({entry.model_string}) {why}. "
         "One ranking never mixes estimators: set answering.mode: sampled, or remove "
-        f"{player.name!r} from players/answer_only"
+        f"{entry.name!r} from players/answer_only"
     )
 
 
-def refuse_without_logprobs(player: Player) -> None:
-    """Stop before any call when litellm knows the provider gives no top log-probabilities."""
+def refuse_without_logprobs(entries: Sequence[RosterEntry]) -> None:
+    """Stop before any call when an answerer surely cannot give log-probabilities: a generic bot
+    (it only picks a move), or a model whose provider litellm lists without top_logprobs. A
+    provider litellm cannot judge is stopped at its first reply without them."""
     from pipeline.core.llm import supports_top_logprobs
+    from pipeline.core.players import is_generic_bot
 
-    if supports_top_logprobs(player.entry) is False:
-        raise exact_refusal(player, f"is served by provider {player.entry.provider!r}, which litellm "
-                                    "lists without top_logprobs")
+    for entry in entries:
+        if entry.bot is not None and is_generic_bot(entry.bot):
+            raise exact_refusal(entry, f"is the generic {entry.bot!r} bot, which has no answer distribution")
+        if supports_top_logprobs(entry) is False:
+            raise exact_refusal(entry, f"is served by provider {entry.provider!r}, which litellm lists "
+                                       "without top_logprobs")
 
 
 async def answer_exact(
@@ -175,7 +182,7 @@ async def answer_exact(
             _request(question, options, correct, player.name, index, 1, settings.top_logprobs, settings.few_shot)
         )
         if not reply.logprobs:
-            raise exact_refusal(player, "returned no log-probabilities")
+            raise exact_refusal(player.entry, "returned no log-probabilities")
         distribution, mass = letter_distribution(reply.logprobs[0], temperature)
         p = distribution[correct] * (mass if settings.outside_letters == "count_wrong" else 1.0)
         rows.append(_row(question, player.name, "exact", index, options, correct, reply.text,
