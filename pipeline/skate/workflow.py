@@ -14,7 +14,13 @@ from pipeline.skate.outputs import (
     strategy_game_output,
     strategy_outputs,
 )
-from pipeline.skate.schedule import Schedule, answer_paths, generate_inputs, generate_path, round_path
+from pipeline.skate.schedule import (
+    Schedule,
+    answer_paths,
+    generate_inputs,
+    generate_path,
+    round_path,
+)
 
 __all__ = ["SkateWorkflow", "analysis_outputs", "rate_outputs", "report_outputs", "strategy_game_output",
            "strategy_outputs"]
@@ -37,11 +43,13 @@ class SkateWorkflow:
             return
         from pipeline.core.roster import load_models
         from pipeline.skate.config import load_skate
-        from pipeline.skate.schedule import build_schedule
+        from pipeline.skate.prompts import PROMPT_VERSION
+        from pipeline.skate.schedule import SKATE_VERSION, build_schedule
 
         try:
             params = load_skate(params_path)
-            self.schedule = build_schedule(params, load_models(models_path), source=params_path)
+            models = load_models(models_path)
+            self.schedule = build_schedule(params, models, source=params_path)
         except ParamsError as exc:
             first = str(exc).splitlines()[0]
             print(f"skate: no jobs scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
@@ -52,8 +60,8 @@ class SkateWorkflow:
             "sigma_stop": params.answering.sigma_stop, "analyses": params.analyses.model_dump(mode="json"),
         }
         self.strategies = list(params.analyses.strategies)
-        models = load_models(models_path)
-        self.game_settings = {
+        self.game_settings = {  # the versions: a code change that alters games reruns them too
+            "version": SKATE_VERSION, "prompts": PROMPT_VERSION,
             **params.model_dump(mode="json", exclude={"strategy", "analyses"}),
             "roster": [models.entry(n).model_dump(mode="json") for n in params.answerers],
         }
