@@ -138,7 +138,7 @@ def calibration_chart(similarities: pl.DataFrame, table: pl.DataFrame, chosen: f
         y=alt.Y("label:N", title=None), color=alt.Color("label:N", legend=None),
         tooltip=["question_a:N", "question_b:N", alt.Tooltip("cosine:Q", format=".3f")],
     ).properties(width=320, height=120, title="Labelled pairs")
-    return alt.hconcat(curves + rule, spread + rule).properties(
+    return alt.hconcat(curves + rule, spread + rule).resolve_scale(color="independent").properties(
         title=f"Uniqueness threshold calibration (chosen {chosen:.2f})")
 
 

@@ -44,7 +44,7 @@ def cumulative_p_correct(cumulative: pl.DataFrame) -> alt.TopLevelMixin:
         y=alt.Y("cumulative_p_correct:Q", title="cumulative mean p(correct)", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("setter:N", title="setter"),
         tooltip=["setter:N", "questions:N", "round:O", alt.Tooltip("cumulative_p_correct:Q", format=".2f"), "n:Q"],
-    ).properties(width=300, height=240).facet(row=alt.Row("questions:N", title=None)).properties(
+    ).properties(width=300, height=240).facet(row=alt.Row("questions:N", title=None, sort="descending")).properties(
         title="Cumulative p(correct) on each setter's questions: its own, and the other setters'")
 
 
