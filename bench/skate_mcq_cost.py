@@ -33,7 +33,7 @@ from pipeline.core.llm import Gateway  # noqa: E402
 from pipeline.core.players import make_players  # noqa: E402
 from pipeline.core.roster import ModelsParams  # noqa: E402
 from pipeline.skate.config import AnsweringParams  # noqa: E402
-from pipeline.skate.mcq import Question, answer_adaptive, answer_exact  # noqa: E402
+from pipeline.skate.mcq import Question, answer_exact, answer_sampled  # noqa: E402
 from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted  # noqa: E402
 
 ACCURACIES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -59,9 +59,9 @@ async def measure(player, qs: list[Question], exact: bool, answer_tokens: int) -
     rows = []
     for q in qs:
         started = time.perf_counter()
-        _, f = await answer_adaptive(player, q, fixed, game_seed=0)
+        _, f = await answer_sampled(player, q, fixed, game_seed=0)
         fixed_s = time.perf_counter() - started
-        _, a = await answer_adaptive(player, q, adaptive, game_seed=0)  # a prefix of the fixed run: cached
+        _, a = await answer_sampled(player, q, adaptive, game_seed=0)  # a prefix of the fixed run: cached
         row = {"question": q.question_id, "answerer": player.name, "fixed_p": f["p_correct"], "fixed_calls": f["samples"],
                "adaptive_p": a["p_correct"], "adaptive_calls": a["samples"], "adaptive_se": a["std_error"],
                "fixed_s": round(fixed_s, 3)}

@@ -134,7 +134,7 @@ def write_skate(results: Path) -> None:
     pl.DataFrame(questions).write_parquet(folder / "questions.parquet")
     p = {("q1", "alpha"): 0.95, ("q1", "beta"): 0.2, ("q1", "gamma"): 0.5,
          ("q2", "alpha"): 0.9, ("q2", "beta"): 0.85, ("q2", "gamma"): 0.4}
-    pl.DataFrame([dict(question_id=q, round=1, setter="gamma", answerer=m, mode="adaptive", p_correct=v, std_error=0.05,
+    pl.DataFrame([dict(question_id=q, round=1, setter="gamma", answerer=m, mode="sampled", p_correct=v, std_error=0.05, outside_mass=None, unparsed_share=0.0,
                        samples=20, answer_only=False) for (q, m), v in p.items()]).write_parquet(folder / "pcorrect.parquet")
 
 

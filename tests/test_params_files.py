@@ -36,6 +36,8 @@ BAD_FIELDS: dict[str, list[tuple[str, Any, str]]] = {
     "skate": [
         ("rounds", 0, "expected: rounds of the game"),
         ("players", "gemma-270m", "expected: roster names"),
+        ("answering.mode", "auto", "one ranking uses one estimator"),
+        ("analyses.strategies", ["everything"], "analyses.strategies"),
     ],
     "elimination": [
         ("seats", "eight", "expected: seats per game"),

@@ -200,3 +200,29 @@ def test_the_unshare_fallback_contains_writes_network_and_forks(monkeypatch, tmp
     assert "connected" not in results[3].stdout
     assert results[4].limit == "processes"
     assert results[5].stdout == "False\n"
+
+
+SET_PROGRAM = (
+    "words = {'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa'}\n"
+    "print(words)\nprint(frozenset(w.upper() for w in words))\nprint(list({b'x', b'y', b'zz', b'w'}))\n"
+)
+
+
+def test_set_order_is_fixed_by_the_hash_seed(sandbox: Sandbox) -> None:
+    # without a fixed seed, 6 runs of this program print (almost surely) several different orders
+    outputs = {r.stdout for r in sandbox.run_many([SET_PROGRAM] * 6, jobs=2)}
+    assert len(outputs) == 1
+    # ... and the order is the one of that seed, so any machine with this interpreter agrees
+    reference = subprocess.run(
+        [sandbox_module._python(), "-S", "-c", SET_PROGRAM], capture_output=True, text=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": str(sandbox_module.HASH_SEED)},
+    )
+    assert outputs == {reference.stdout}
+
+
+def test_the_program_runs_isolated_from_python_variables(sandbox: Sandbox, monkeypatch) -> None:
+    # the seed needs -E off; PYTHON* variables of the caller must still not reach the program
+    monkeypatch.setenv("PYTHONPATH", "/tmp/evil")
+    monkeypatch.setenv("PYTHONSTARTUP", "/tmp/evil.py")
+    result = sandbox.run("import os, sys\nprint(sorted(k for k in os.environ if k.startswith('PYTHON')), sys.flags.no_site)")
+    assert result.stdout == "['PYTHONHASHSEED'] 1\n"

@@ -41,12 +41,12 @@ def skate_params(**overrides: Any) -> SkateParams:
 
 
 def test_known_skill_bots_come_out_in_order_under_both_ranking_modes(tmp_path: Path) -> None:
-    params = skate_params(rounds=6, answer_only=["oracle-bot", "good-bot", "poor-bot"])
+    params = skate_params(rounds=6, players=["setter-bot", "good-bot"], answer_only=["oracle-bot", "poor-bot"])
     models = models_params(BOTS, gateway={"cache_dir": str(tmp_path / "cache")})
     metrics = play_game(params, models, tmp_path / "skate")
 
     questions = read_table(tmp_path / "skate/questions.parquet", QuestionsSchema)
-    assert questions.filter(pl.col("status") == "accepted").height == 6, questions.select("round", "status", "failure")
+    assert questions.filter(pl.col("status") == "accepted").height == 12, questions.select("round", "status", "failure")
     pcorrect = read_table(tmp_path / "skate/pcorrect.parquet", PCorrectSchema)
     mean_p = dict(pcorrect.group_by("answerer").agg(pl.col("p_correct").mean()).iter_rows())
     assert mean_p["oracle-bot"] == 1.0
@@ -61,9 +61,11 @@ def test_known_skill_bots_come_out_in_order_under_both_ranking_modes(tmp_path: P
         assert mu["oracle-bot"] > mu["good-bot"] > mu["poor-bot"], (mode, mu)
         assert metrics["oracle-bot"][f"trueskill_{mode}_mu"] == pytest.approx(mu["oracle-bot"], abs=1e-3)
 
-    # the setter bot knows its own answers and guesses on nothing else: it asks well
-    assert metrics["setter-bot"]["asking_skill"] == pytest.approx(1 - (1 + 0.6 + 0.2) / 3, abs=0.1)
-    assert metrics["setter-bot"]["self_preference"] > 0.3
+    # the setter bot knows its own answers and guesses on nothing else: it asks well. Its only
+    # other setter is good-bot (answer-only bots never count among "others")
+    assert metrics["setter-bot"]["asking_skill"] == pytest.approx(1 - 0.6, abs=0.1)
+    assert metrics["good-bot"]["asking_skill"] == pytest.approx(1 - 0.25, abs=0.1)
+    assert metrics["setter-bot"]["self_preference"] == pytest.approx(1 - 0.6, abs=0.1)
     assert metrics["oracle-bot"]["answering_skill"] == 1.0 and metrics["oracle-bot"]["asking_skill"] is None
     for name in ("trueskill_history", "asking_vs_answering", "cumulative_p_correct", "self_preference", "p_correct_variance"):
         assert (tmp_path / f"skate/plots/{name}.png").stat().st_size > 1000
@@ -97,7 +99,9 @@ def test_what_enters_the_setters_prompt_per_strategy(strategy: str, tmp_path: Pa
 
     prompts = _setter_prompts(fake_provider)
     assert "Attempt 1: no program found" in prompts[1] and "1 attempt(s) left" in prompts[1]
-    round2 = [p for p in prompts if p.startswith("Round 2.")][0]
+    # the paper's rules: the round counter and a value that is not a boolean
+    assert prompts[0].startswith("Round 1 of 2.") and "never a boolean" in prompts[0]
+    round2 = [p for p in prompts if p.startswith("Round 2 of 2.")][0]
     if strategy == "no_info":
         assert "Question 1" not in round2
         return
@@ -133,10 +137,13 @@ def test_schedule_ids_are_content_addressed() -> None:
     for strategy in STRATEGIES:
         base = build_schedule(skate_params(strategy=strategy, answer_only=["oracle-bot"]), models)
         ids = {j.job_id for group in (base.generate, base.rounds, base.answers) for j in group.values()}
-        # a longer game and an extra answer-only player add jobs and rename none
-        longer = build_schedule(skate_params(strategy=strategy, rounds=3, answer_only=["oracle-bot", "extra-bot"]), models)
-        longer_ids = {j.job_id for group in (longer.generate, longer.rounds, longer.answers) for j in group.values()}
-        assert ids < longer_ids, strategy
+        # an extra answer-only player adds jobs and renames none
+        more = build_schedule(skate_params(strategy=strategy, answer_only=["oracle-bot", "extra-bot"]), models)
+        more_ids = {j.job_id for group in (more.generate, more.rounds, more.answers) for j in group.values()}
+        assert ids < more_ids, strategy
+        # the setter's prompt says "round n of N": a longer game is another game
+        longer = build_schedule(skate_params(strategy=strategy, rounds=3, answer_only=["oracle-bot"]), models)
+        assert not {j.job_id for j in longer.generate.values()} & {j.job_id for j in base.generate.values()}
         # a changed setting upstream renames what depends on it
         other = build_schedule(skate_params(strategy=strategy, answer_only=["oracle-bot"], attempts=3), models)
         assert not {j.job_id for j in other.generate.values()} & {j.job_id for j in base.generate.values()}
@@ -170,3 +177,18 @@ def test_a_game_without_a_single_valid_question_still_reports(tmp_path: Path, fa
     assert metrics["fake-setter"]["questions_entered"] == 0 and metrics["oracle-bot"]["questions_answered"] == 0
     assert read_table(tmp_path / "skate/ratings.parquet", SkateRatingsSchema).height == 0
     assert (tmp_path / "skate/plots/trueskill_history.svg").exists()
+
+
+def test_an_answer_only_bot_leaves_the_setters_metrics_unchanged(tmp_path: Path) -> None:
+    # "others" are the setting models only: adding an answerer changes no existing model's
+    # asking skill or self-preference, and the Figure 4 panels are drawn from the setter's side
+    models = models_params(BOTS, gateway={"cache_dir": str(tmp_path / "cache")})
+    players = ["setter-bot", "good-bot"]
+    base = play_game(skate_params(players=players, answer_only=[]), models, tmp_path / "a")
+    more = play_game(skate_params(players=players, answer_only=["oracle-bot", "poor-bot"]), models, tmp_path / "b")
+    for setter in players:
+        for key in ("asking_skill", "self_preference", "self_preference_confident", "p_correct_own_questions"):
+            assert more[setter][key] == base[setter][key], (setter, key)
+    assert more["oracle-bot"]["asking_skill"] is None and more["poor-bot"]["self_preference"] is None
+    # the headline and the paper's single sequential pass are both reported
+    assert {"trueskill_mu", "trueskill_sequential_mu", "trueskill_sequential_sigma"} <= set(more["oracle-bot"])

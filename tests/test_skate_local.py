@@ -75,7 +75,7 @@ def test_the_local_model_sets_and_answers_one_round(tmp_path: Path) -> None:
     ]
     params = skate_params(
         players=["gemma-270m", "setter-bot"], answer_only=["oracle-bot"], rounds=1, attempts=1,
-        strategy="historical_performance", answering={"exact_option_sets": 2},
+        strategy="historical_performance", answering={"mode": "exact", "exact_option_sets": 2},
     )
     models = models_params(roster, gateway={"cache_dir": str(tmp_path / "cache")})
     play_game(params, models, tmp_path / "skate", report=False)
@@ -87,7 +87,9 @@ def test_the_local_model_sets_and_answers_one_round(tmp_path: Path) -> None:
     assert gemma["status"] == "accepted" or gemma["failure_kind"] is not None
     pcorrect = read_table(tmp_path / "skate/pcorrect.parquet", PCorrectSchema)
     mine = pcorrect.filter(pl.col("answerer") == "gemma-270m")
-    assert mine.height >= 1 and set(mine["mode"]) == {"exact"} and (mine["samples"] == 2).all()
+    assert mine.height >= 1 and set(pcorrect["mode"]) == {"exact"} and (mine["samples"] == 2).all()
+    # the mass the model put outside A-D is reported, not hidden
+    assert ((mine["outside_mass"] >= 0) & (mine["outside_mass"] < 0.5)).all()
     samples = read_table(tmp_path / "skate/samples.parquet", SamplesSchema).filter(pl.col("answerer") == "gemma-270m")
     assert (samples["letter_mass"] > 0.5).all()
     ratings = pl.read_parquet(tmp_path / "skate/ratings.parquet")

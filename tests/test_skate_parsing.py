@@ -144,3 +144,32 @@ OPTIONS = ("[2, 1]", "[1, 2]", "[1]", "[]")
 )
 def test_answer_parsing(text: str, expected: str | None) -> None:
     assert parse_answer(text, OPTIONS) == expected
+
+
+HASH_ORDER_PROGRAMS = [
+    "print({'apple', 'banana', 'cherry', 'date', 'elder', 'fig', 'grape'})",
+    "print(list(set('the quick brown fox jumps over'.split())))",
+    "print(''.join({c: 1 for c in set('abcdefghij')}))",
+    "print(hash('skate') % 1000)",
+]
+
+
+@pytest.mark.parametrize("program", HASH_ORDER_PROGRAMS)
+def test_hash_order_programs_get_one_answer_key(program: str, sandbox: Sandbox) -> None:
+    # set order and str hashes follow the sandbox's fixed hash seed: valid, and the same answer on
+    # every verification (the answer key never depends on which run came first)
+    listed = "\n".join(f"{i}. wrong {i}" for i in range(1, 10))
+    answers = {verify(reply(program, listed), sandbox).answer for _ in range(3)}
+    assert len(answers) == 1 and "" not in answers
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import time\nprint(time.perf_counter_ns())",
+        "print(id(object()) % 997)",
+        "import os\nprint(os.urandom(4).hex())",
+    ],
+)
+def test_output_that_still_varies_is_rejected(program: str, sandbox: Sandbox) -> None:
+    assert verify(reply(program), sandbox).failure_kind == "nondeterministic"

@@ -30,6 +30,7 @@ def test_skate_stage_through_the_snakemake_api(project: Path) -> None:
     params.update(players=["setter-bot"], answer_only=["noisy-bot"], rounds=1,
                   attempts=1, strategy="historical_performance")
     params["ranking"]["passes"] = 4
+    params["analyses"] = {"strategies": ["no_info", "historical_performance"]}
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
     cwd = os.getcwd()
     try:
@@ -52,7 +53,12 @@ def test_skate_stage_through_the_snakemake_api(project: Path) -> None:
     metrics = json.loads((results / "metrics.json").read_text())
     assert metrics["setter-bot"]["trueskill_relative_mu"] > metrics["noisy-bot"]["trueskill_relative_mu"]
     assert (results / "plots/trueskill_history.html").exists()
+    # the paper's analyses ran as stages: stability, answer-only re-ranking, strategy comparison
+    for name in ("stability", "answer_only", "strategies"):
+        assert (results / f"analyses/plots/{name}.png").stat().st_size > 1000
+    strategies = pl.read_parquet(results / "analyses/strategies.parquet")
+    assert set(strategies["strategy"]) == {"no_info", "historical_performance"}
     # every job wrote a log and a calls table
-    assert len(list((results / "logs").rglob("*.log"))) == 1 + 1 + 2 + 2
+    assert len(list((results / "logs").rglob("*.log"))) == 1 + 1 + 2 + 2 + 1 + 2 + 1
     calls = read_table(results / "calls.parquet", CallsSchema)
     assert set(calls["roster_name"]) == {"setter-bot", "noisy-bot"}

@@ -290,6 +290,22 @@ def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
     return rows
 
 
+def supports_top_logprobs(entry: RosterEntry) -> bool | None:
+    """Whether litellm says this entry's provider returns top log-probabilities: False for a
+    provider it knows without them (anthropic, gemini, ollama_chat, ...), None when it cannot tell
+    (custom providers such as `local/`: the first reply decides), True otherwise; bots: None."""
+    if entry.is_bot or entry.model is None:
+        return None
+    provider, _, model = entry.model.partition("/")
+    try:
+        supported = _litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # noqa: BLE001 - an unknown provider is decided by its first reply
+        return None
+    if not isinstance(supported, list):
+        return None
+    return "top_logprobs" in supported
+
+
 def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) -> Completion:
     lps = entry.get("logprobs")
     return Completion(

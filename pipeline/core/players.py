@@ -103,8 +103,17 @@ class ModelPlayer(Player):
         )
 
 
-#: A bot policy answers a request with text, drawing randomness only from `rng`.
-BotPolicy = Callable[[MoveRequest, random.Random], str]
+@dataclass(frozen=True)
+class BotReply:
+    """A bot's move with the next-token log-probabilities a model would have given (for games
+    that score from log-probabilities); a policy may return this instead of plain text."""
+
+    text: str
+    logprobs: tuple[TokenLogprob, ...]
+
+
+#: A bot policy answers a request with text (or a BotReply), drawing randomness only from `rng`.
+BotPolicy = Callable[[MoveRequest, random.Random], "str | BotReply"]
 BotFactory = Callable[[Mapping[str, Any]], BotPolicy]
 
 _BOTS: dict[tuple[str | None, str], BotFactory] = {}
@@ -150,10 +159,13 @@ class BotPlayer(Player):
 
     async def act(self, request: MoveRequest) -> Reply:
         started = time.monotonic()
-        text = self.policy(request, random.Random(self.seed_for(request)))
+        move = self.policy(request, random.Random(self.seed_for(request)))
         elapsed = time.monotonic() - started
         self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), elapsed)
-        return Reply(player=self.name, text=text, latency_s=elapsed)
+        if isinstance(move, BotReply):
+            logprobs = move.logprobs if request.top_logprobs else None
+            return Reply(player=self.name, text=move.text, logprobs=logprobs, latency_s=elapsed)
+        return Reply(player=self.name, text=move, latency_s=elapsed)
 
 
 # Words for free-text moves of the random bot: neutral, so it neither helps nor hurts by meaning.

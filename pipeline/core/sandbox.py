@@ -6,6 +6,10 @@ Each program runs in a fresh process tree with
   mounts; in the `unshare` fallback the program runs as the unprivileged user `nobody`, who owns
   only its temp dir);
 - an empty environment (no API keys), stdin from /dev/null;
+- a fixed hash seed (`HASH_SEED`), so a program that prints a set of strings prints the same order
+  on every run and every machine. `python -I` would ignore PYTHONHASHSEED (it implies -E), so the
+  interpreter runs with -I's other parts (-s -S) in an environment the sandbox builds from
+  scratch: no PYTHON* variable but the seed can reach it;
 - limits on CPU time, wall time, memory, output size and process count (rlimits; wall time by the
   parent, which kills the whole process group and with it the pid namespace).
 
@@ -32,6 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NOBODY = 65534
+#: PYTHONHASHSEED of every program: str/bytes hashes, hence set and frozenset order, are fixed
+HASH_SEED = 0
+#: -I without -E: no user site (-s), no site-packages (-S: standard library only); -E must stay
+#: off, or PYTHONHASHSEED is ignored. (-I's -P is left out: it needs Python 3.11, and the script's
+#: directory it would hide is the program's own temp dir, holding only main.py.)
+PYTHON_FLAGS = ("-s", "-S")
 #: each concurrent program runs as its own unprivileged uid, so one program's fork bomb spends
 #: only its own process budget (RLIMIT_NPROC counts per real uid), never a neighbour's
 SLOT_UID_BASE = 61000
@@ -97,7 +107,7 @@ def _bwrap_prefix(workdir: str, uid: int | None) -> list[str]:
         "--clearenv",
         "--setenv", "PATH", "/usr/bin:/bin",
         "--setenv", "HOME", "/tmp/job",
-        "--setenv", "PYTHONHASHSEED", "0",
+        "--setenv", "PYTHONHASHSEED", str(HASH_SEED),
         "--setenv", "LANG", "C.UTF-8",
     ]
 
@@ -114,7 +124,7 @@ def _unshare_prefix(workdir: str, uid: int) -> list[str]:
         "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
         "/bin/sh", "-c", setup, workdir,
         *_drop_to(uid),
-        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", "PYTHONHASHSEED=0", "LANG=C.UTF-8",
+        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", f"PYTHONHASHSEED={HASH_SEED}", "LANG=C.UTF-8",
     ]
 
 
@@ -133,7 +143,7 @@ def detect_isolation() -> str:
             candidates.append(("unshare", _unshare_prefix(probe, NOBODY)))
         for name, prefix in candidates:
             try:
-                done = subprocess.run([*prefix, _python(), "-I", "-c", "print(1)"], capture_output=True, timeout=20, cwd=probe)
+                done = subprocess.run([*prefix, _python(), *PYTHON_FLAGS, "-c", "print(1)"], capture_output=True, timeout=20, cwd=probe)
             except (OSError, subprocess.TimeoutExpired):
                 continue
             if done.returncode == 0 and done.stdout.strip() == b"1":
@@ -165,14 +175,13 @@ class Sandbox:
             self._free_uids.put(SLOT_UID_BASE + slot)
 
     def _command(self, workdir: str, uid: int | None) -> list[str]:
-        # -S: no site-packages either; programs may use the standard library only
-        program = [_python(), "-I", "-S", "main.py"]
+        program = [_python(), *PYTHON_FLAGS, "main.py"]
         if self.isolation == "bwrap":
             return [*_bwrap_prefix(workdir, uid), *program]
         if self.isolation == "unshare":
             assert uid is not None
             return [*_unshare_prefix(workdir, uid), *program]
-        return ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={workdir}", "PYTHONHASHSEED=0", *program]
+        return ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={workdir}", f"PYTHONHASHSEED={HASH_SEED}", *program]
 
     def _set_limits(self) -> None:
         """Runs in the child before exec: the limits every process of the program inherits."""

@@ -9,7 +9,9 @@
   (default 0.25, chance).
 
 All three can set questions (with the setter's templates) and answer them, so any of them may be
-a full player; only the names params/skate.yaml lists are built.
+a full player; only the names params/skate.yaml lists are built. Asked for log-probabilities
+(exact mode), they also return their answer distribution as the first token's alternatives, so
+their exact p(correct) is their accuracy.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+import math
+
+from pipeline.core.llm import TokenLogprob
+from pipeline.core.players import BotPolicy, BotReply, MoveRequest, register_bot
 from pipeline.skate.parsing import LETTERS
 from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
 
@@ -59,12 +64,26 @@ def answer_letter(request: MoveRequest, rng: random.Random, accuracy: float) -> 
     return rng.choice([c for c in choices if c != correct])
 
 
+def answer_distribution(request: MoveRequest, accuracy: float) -> tuple[TokenLogprob, ...]:
+    """The first token's log-probabilities: `accuracy` on the correct letter, the rest spread evenly
+    over the wrong ones (letters of probability 0 are left out, as a provider's top list would)."""
+    choices = request.choices or LETTERS
+    correct = request.state.get("correct")
+    wrong = [c for c in choices if c != correct]
+    weights = {c: (accuracy if c == correct else (1.0 - accuracy) / len(wrong)) for c in choices} if correct in choices \
+        else {c: 1.0 / len(choices) for c in choices}
+    top = tuple((c, math.log(w)) for c, w in sorted(weights.items(), key=lambda kv: -kv[1]) if w > 0)
+    return (TokenLogprob(top[0][0], top[0][1], top),)
+
+
 def _policy(answer_accuracy: float, own_accuracy: float, distractors: int) -> BotPolicy:
-    def policy(request: MoveRequest, rng: random.Random) -> str:
+    def policy(request: MoveRequest, rng: random.Random) -> str | BotReply:
         if request.kind == "set":
             return write_question(request, rng, distractors)
         own = request.state.get("setter") is not None and request.state.get("setter") == request.state.get("answerer")
-        return answer_letter(request, rng, own_accuracy if own else answer_accuracy)
+        accuracy = own_accuracy if own else answer_accuracy
+        letter = answer_letter(request, rng, accuracy)
+        return BotReply(letter, answer_distribution(request, accuracy)) if request.top_logprobs else letter
 
     return policy
 

@@ -99,8 +99,33 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from pipeline.skate.play import play_game
 
     params, models, _ = _load(args)
+    if args.strategy:
+        params = params.model_copy(update={"strategy": args.strategy})
     play_game(params, models, args.out, sandbox=_sandbox(params))
     print(f"played {params.rounds} round(s); see {Path(args.out) / 'metrics.json'}", file=sys.stderr)
+    return 0
+
+
+def _cmd_analyse(args: argparse.Namespace) -> int:
+    from pipeline.skate.analysis_report import write_game_analyses
+
+    params, _, _ = _load(args)
+    summary = write_game_analyses(params, args.out)
+    for step in summary["stability"]:
+        print(f"{step['joined']} joined ({step['models']} models): Kendall tau of the others "
+              f"{step['kendall_tau_existing']}, largest mu shift {step['max_abs_mu_shift_existing']}", file=sys.stderr)
+    print(f"answer-only models joined: Kendall tau of the setters {summary['answer_only']['kendall_tau_setters']}",
+          file=sys.stderr)
+    return 0
+
+
+def _cmd_compare_strategies(args: argparse.Namespace) -> int:
+    from pipeline.skate.analysis_report import write_strategy_comparison
+
+    params, _, _ = _load(args)
+    summary = write_strategy_comparison(params, args.out)
+    for row in summary.get("rank_agreement", []):
+        print(json.dumps(row), file=sys.stderr)
     return 0
 
 
@@ -113,6 +138,20 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     for (r, answerer), job in sorted(schedule.answers.items()):
         extra = " (answer only)" if job.answer_only else ""
         print(f"answer   {job.job_id} round {r} answerer {answerer} mode {job.mode}{extra}")
+    return 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from pipeline.skate.calibration import record_in_params, write_calibration
+
+    summary = write_calibration(args.pairs, args.out)
+    print(f"{summary['pairs']} labelled pairs ({summary['same']} same): threshold {summary['threshold']:.2f} "
+          f"has precision {summary['precision']:.3f}, recall {summary['recall']:.3f}, F1 {summary['f1']:.3f}, "
+          f"F0.5 {summary['f_half']:.3f}; "
+          f"per threshold: {Path(args.out) / 'thresholds.parquet'}", file=sys.stderr)
+    if args.write_params:
+        record_in_params(args.params, summary, summary["pair_set"])
+        print(f"recorded similarity_threshold {summary['threshold']:.2f} in {args.params}", file=sys.stderr)
     return 0
 
 
@@ -131,8 +170,21 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     add("generate", "one setter's round: up to `attempts` tries, each run in the sandbox and checked", _cmd_generate, job=True)
     add("round", "collect a round's entered questions into its question set", _cmd_round, job=True)
-    add("answer", "one answerer's p(correct) on a round's questions (adaptive or exact mode)", _cmd_answer, job=True)
+    add("answer", "one answerer's p(correct) on a round's questions (sampled or exact, one for all)", _cmd_answer, job=True)
     add("rate", "tables of the whole game and pairwise TrueSkill (relative and absolute)", _cmd_rate)
     add("report", "metrics.json, plots and the points-of-difference list", _cmd_report)
     add("schedule", "list every job of the game with its id", _cmd_schedule)
     add("play", "the whole game in this process, without Snakemake (quick experiments)", _cmd_play)
+    sub.choices["play"].add_argument("--strategy", default=None, help="play with this augmentation strategy instead")
+    add("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
+    add("compare-strategies", "the strategy games (results/skate/strategies/*) side by side", _cmd_compare_strategies)
+    calibrate = sub.add_parser(
+        "calibrate", help="precision and recall of each uniqueness threshold on a labelled pair set"
+    )
+    calibrate.add_argument("--pairs", default=str(Path(__file__).parent / "data" / "similarity_pairs.yaml"),
+                           help="labelled pairs (default: the shipped set)")
+    calibrate.add_argument("--out", default=f"{DEFAULT_OUT}/calibration")
+    calibrate.add_argument("--params", default=DEFAULT_PARAMS)
+    calibrate.add_argument("--write-params", action="store_true",
+                           help="record the chosen threshold as similarity_threshold in --params")
+    calibrate.set_defaults(func=_cmd_calibrate)

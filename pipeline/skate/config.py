@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,7 +20,9 @@ STRATEGIES: tuple[str, ...] = (
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
 )
 RankingMode = Literal["relative", "absolute"]
-AnswerMode = Literal["auto", "adaptive", "exact"]
+#: one estimator for the whole ranking: never a mix of sampled and exact p(correct)
+AnswerMode = Literal["sampled", "exact"]
+OutsideLetters = Literal["renormalise", "count_wrong"]
 
 
 
@@ -48,21 +50,24 @@ class GenerationParams(Strict):
     max_output_chars: int = Field(
         200, ge=1, description="a program printing more than this (as one option line) is rejected"
     )
-    max_context_items: int = Field(
-        30, ge=0, description="at most this many earlier questions enter a setter's prompt (latest first)"
+    max_context_items: int | None = Field(
+        None, ge=0, description="null (the paper): every earlier question the strategy allows enters "
+        "a setter's prompt; a number keeps only that many of the latest (for short context windows)"
     )
 
 
 class AnsweringParams(Strict):
     mode: AnswerMode = Field(
-        "auto",
-        description="auto (exact for local/ models and exact_players, adaptive for the rest), "
-        "adaptive, or exact",
+        "sampled",
+        description="the one p(correct) estimator of the whole ranking: sampled (the paper: adaptive "
+        "sampling, an unparseable answer counts as wrong) or exact (next-token log-probabilities; "
+        "every answerer must return them)",
     )
-    exact_players: list[str] = Field(
-        default_factory=list,
-        description="roster names whose provider returns next-token log-probabilities (auto mode "
-        "uses exact mode for them)",
+    outside_letters: OutsideLetters = Field(
+        "renormalise",
+        description="exact mode: what happens to the probability mass on tokens other than A-D: "
+        "renormalise (p over the four letters; the mass is reported) or count_wrong (that mass "
+        "counts as a wrong answer, like an unparseable sample)",
     )
     sigma_stop: float = Field(0.05, gt=0, lt=0.5, description="stop sampling when the standard error is at most this")
     min_samples: int = Field(10, ge=1, description="adaptive mode's floor of samples per question")
@@ -77,6 +82,23 @@ class AnsweringParams(Strict):
         "earlier chat turns; base models then answer with a letter"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_mode(cls, data: Any) -> Any:
+        """Earlier params mixed estimators per model; say what replaced them."""
+        if isinstance(data, dict):
+            if "exact_players" in data:
+                raise ValueError(
+                    "exact_players is gone: one ranking uses one estimator for every model; set "
+                    "answering.mode to sampled or exact and delete exact_players"
+                )
+            if data.get("mode") in ("auto", "adaptive"):
+                raise ValueError(
+                    f"answering.mode {data['mode']!r} is gone: one ranking uses one estimator; use "
+                    "sampled (the paper's adaptive sampling) or exact (log-probabilities, every answerer)"
+                )
+        return data
+
     @model_validator(mode="after")
     def _floor_below_cap(self) -> AnsweringParams:
         if self.min_samples > self.max_samples:
@@ -88,6 +110,12 @@ class RankingParams(Strict):
     primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
     pass_threshold: float = Field(0.55, gt=0, le=1, description="absolute mode: p(correct) at or above this passes")
     passes: int = Field(20, ge=1, le=1000, description="TrueSkill passes over shuffled event orders")
+    headline: Literal["multipass", "sequential"] = Field(
+        "multipass",
+        description="the headline rating (metrics trueskill_mu, trueskill_rank): multipass (the mean "
+        "over `passes` shuffled orders, with bootstrap intervals; ours) or sequential (the paper's "
+        "single pass over the questions in game order). Both are always reported.",
+    )
     bootstrap_resamples: int = Field(
         100, ge=0, le=10000, description="bootstrap resamples over games for the rating intervals (0: none)"
     )
@@ -101,6 +129,19 @@ class RankingParams(Strict):
 
     def rating_params(self) -> RatingParams:
         return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
+
+
+class AnalysesParams(Strict):
+    stability_order: list[str] | None = Field(
+        None,
+        description="the order in which models join for the stability analysis (paper Figure 7); "
+        "null: players, then answer_only, as listed",
+    )
+    strategies: list[Strategy] = Field(
+        default_factory=lambda: list(STRATEGIES),
+        description="augmentation strategies compared (one whole game each, same roster and "
+        "seed); [] skips the comparison",
+    )
 
 
 class SkateParams(Strict):
@@ -130,6 +171,7 @@ class SkateParams(Strict):
     answering: AnsweringParams = Field(default_factory=AnsweringParams, description="how p(correct) is estimated")
     ranking: RankingParams = Field(default_factory=RankingParams, description="pairwise TrueSkill settings")
     sandbox: SandboxParams = Field(default_factory=SandboxParams, description="limits of the program sandbox")
+    analyses: AnalysesParams = Field(default_factory=AnalysesParams, description="the paper's analyses: stability, strategy comparison")
 
     @field_validator("players", "answer_only")
     @classmethod
@@ -144,6 +186,12 @@ class SkateParams(Strict):
         both = sorted(set(self.players) & set(self.answer_only))
         if both:
             raise ValueError(f"{', '.join(both)} in both players and answer_only; keep each in one list")
+        unknown = sorted(set(self.analyses.stability_order or ()) - set(self.answerers))
+        if unknown:
+            raise ValueError(
+                f"analyses.stability_order: {', '.join(unknown)} is not among players or answer_only; "
+                "list the game's models in the order they join"
+            )
         return self
 
     @property
@@ -161,16 +209,9 @@ class SkateParams(Strict):
                         f"known: {', '.join(sorted(known))}"
                     )
 
-    def answer_mode(self, models: ModelsParams, name: str) -> Literal["adaptive", "exact"]:
-        """Exact mode needs next-token log-probabilities: local models and listed players."""
-        entry = models.entry(name)
-        if entry.is_bot:
-            return "adaptive"
-        if self.answering.mode != "auto":
-            return self.answering.mode
-        if entry.provider == "local" or name in self.answering.exact_players:
-            return "exact"
-        return "adaptive"
+    def answer_mode(self) -> Literal["sampled", "exact"]:
+        """The estimator of every answerer in this ranking."""
+        return self.answering.mode
 
 
 def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:

@@ -24,7 +24,7 @@ from pipeline.core.sandbox import Sandbox
 from pipeline.core.schemas import read_table, write_table
 from pipeline.skate import uniqueness
 from pipeline.skate.config import SkateParams
-from pipeline.skate.mcq import answer_question, summary_row
+from pipeline.skate.mcq import answer_question, refuse_without_logprobs, summary_row
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.prompts import ContextItem, FailedAttempt, render_context, render_failures, setter_messages
 from pipeline.skate.schedule import (
@@ -71,8 +71,9 @@ def context_items(
         )
         for n, q in enumerate(questions, start=1)
     ]
-    if params.generation.max_context_items < len(items):
-        items = items[len(items) - params.generation.max_context_items:]
+    limit = params.generation.max_context_items
+    if limit is not None and limit < len(items):
+        items = items[len(items) - limit:]
     random.Random(seed_from("skate-context", job.job_id)).shuffle(items)
     return items
 
@@ -90,6 +91,8 @@ async def run_generate(
     gateway: Gateway, sandbox: Sandbox,
 ) -> dict[str, Any]:
     """Up to `attempts` tries of one setter in one round; the first valid, unique one is entered."""
+    if params.answering.mode == "exact":  # refuse a game exact mode cannot rate before a setter spends a call
+        refuse_without_logprobs([models.entry(name) for name in params.answerers])
     history: list[dict[str, Any]] = read_json(generate_path(out, job.previous))["history"] if job.previous else []
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
     player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
@@ -98,7 +101,7 @@ async def run_generate(
     accepted: dict[str, Any] | None = None
     for attempt in range(1, params.attempts + 1):
         messages = setter_messages(
-            round_number=job.round, context=context,
+            round_number=job.round, rounds=params.rounds, context=context,
             failures=render_failures(failures, params.attempts - attempt + 1),
         )
         reply = await player.act(MoveRequest(
@@ -168,6 +171,8 @@ async def run_answer(
     """One answerer's samples and p(correct) on every question of one round."""
     questions = round_questions(read_json(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
+    if job.mode == "exact":
+        refuse_without_logprobs([player.entry])
     results = await asyncio.gather(*(
         answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
     ))
@@ -186,7 +191,7 @@ _SAMPLE_DTYPES = {
 _PCORRECT_DTYPES = {
     "question_id": pl.String, "round": pl.Int64, "setter": pl.String, "answerer": pl.String,
     "mode": pl.String, "p_correct": pl.Float64, "std_error": pl.Float64, "samples": pl.Int64,
-    "answer_only": pl.Boolean,
+    "answer_only": pl.Boolean, "outside_mass": pl.Float64, "unparsed_share": pl.Float64,
 }
 
 

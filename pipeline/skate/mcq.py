@@ -4,13 +4,17 @@ A sample shows the program with four options (the true output and 3 of the 9 dis
 random order). Option set i of a question is the same for every answerer (common random
 numbers make answerers' estimates comparable) and depends only on the question and i.
 
-- Adaptive mode draws samples until the standard error (see `standard_error`) is at most
-  sigma_stop, with at least min_samples and at most max_samples.
-- Exact mode reads the first answer token's log-probabilities and computes, for each of a fixed
+One ranking uses one estimator for every answerer (params `answering.mode`):
+- `sampled` (the paper) draws answers until the standard error (see `standard_error`) is at most
+  sigma_stop, with at least min_samples and at most max_samples; an unparseable answer is wrong.
+- `exact` reads the first answer token's log-probabilities and computes, for each of a fixed
   number of option sets, the probability of the correct letter under the player's sampling
-  temperature, renormalised over the letter tokens A-D; p(correct) is their mean. No sampling
-  noise, one call per option set. `letter_mass` records how much of the distribution fell on
-  letters at all.
+  temperature (bots: 1) over the letter tokens A-D; p(correct) is their mean. No sampling
+  noise, one call per option set. The mass that fell outside A-D is reported per sample
+  (`letter_mass`) and per question (`outside_mass`); `outside_letters: renormalise` drops it
+  from p(correct), `count_wrong` counts it as wrong (as sampled mode counts an unparseable
+  answer). An answerer that returns no log-probabilities stops the job with a clear error:
+  it is never scored by a different estimator than its competitors.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pipeline.skate.prompts import answer_messages
 if TYPE_CHECKING:  # the gateway's import of litellm costs seconds; jobs without players skip it
     from pipeline.core.llm import TokenLogprob
     from pipeline.core.players import MoveRequest, Player
+    from pipeline.core.roster import RosterEntry
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ def _row(question: Question, answerer: str, mode: str, index: int, options: Sequ
     }
 
 
-async def answer_adaptive(
+async def answer_sampled(
     player: Player, question: Question, settings: AnsweringParams, game_seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Samples until the standard error is at most sigma_stop (between the floor and the cap)."""
@@ -126,20 +131,50 @@ async def answer_adaptive(
         )
         parsed = parse_answer(reply.text, options)
         hits += parsed == correct
-        rows.append(_row(question, player.name, "adaptive", index, options, correct, reply.text, parsed,
+        rows.append(_row(question, player.name, "sampled", index, options, correct, reply.text, parsed,
                          float(parsed == correct), None))
         n = index + 1
         if n >= settings.min_samples and standard_error(hits, n) <= settings.sigma_stop:
             break
     n = len(rows)
-    return rows, {"p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n}
+    return rows, {"p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n,
+                  "outside_mass": None, "unparsed_share": _unparsed_share(rows)}
+
+
+def _unparsed_share(rows: Sequence[Mapping[str, Any]]) -> float:
+    return sum(r["parsed"] is None for r in rows) / len(rows)
+
+
+def exact_refusal(entry: RosterEntry, why: str) -> ParamsError:
+    return ParamsError(
+        f"params/skate.yaml: answering.mode: exact scores every answerer from next-token "
+        f"log-probabilities, but roster entry {entry.name!r} ({entry.model_string}) {why}. "
+        "One ranking never mixes estimators: set answering.mode: sampled, or remove "
+        f"{entry.name!r} from players/answer_only"
+    )
+
+
+def refuse_without_logprobs(entries: Sequence[RosterEntry]) -> None:
+    """Stop before any call when an answerer surely cannot give log-probabilities: a generic bot
+    (it only picks a move), or a model whose provider litellm lists without top_logprobs. A
+    provider litellm cannot judge is stopped at its first reply without them."""
+    from pipeline.core.llm import supports_top_logprobs
+    from pipeline.core.players import is_generic_bot
+
+    for entry in entries:
+        if entry.bot is not None and is_generic_bot(entry.bot):
+            raise exact_refusal(entry, f"is the generic {entry.bot!r} bot, which has no answer distribution")
+        if supports_top_logprobs(entry) is False:
+            raise exact_refusal(entry, f"is served by provider {entry.provider!r}, which litellm lists "
+                                       "without top_logprobs")
 
 
 async def answer_exact(
     player: Player, question: Question, settings: AnsweringParams, game_seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Mean over a fixed number of option sets of P(correct letter) from next-token log-probs."""
-    temperature = player.entry.sampling.temperature
+    # a bot's distribution is its policy itself, not logits to be re-tempered
+    temperature = 1.0 if player.is_bot else player.entry.sampling.temperature
     rows: list[dict[str, Any]] = []
     for index in range(settings.exact_option_sets):
         options, correct = option_set(question, index, game_seed)
@@ -147,18 +182,17 @@ async def answer_exact(
             _request(question, options, correct, player.name, index, 1, settings.top_logprobs, settings.few_shot)
         )
         if not reply.logprobs:
-            raise ParamsError(
-                f"roster entry {player.name!r} returned no log-probabilities, so exact mode cannot "
-                "score it: remove it from answering.exact_players in params/skate.yaml or set "
-                "answering.mode: adaptive"
-            )
+            raise exact_refusal(player.entry, "returned no log-probabilities")
         distribution, mass = letter_distribution(reply.logprobs[0], temperature)
+        p = distribution[correct] * (mass if settings.outside_letters == "count_wrong" else 1.0)
         rows.append(_row(question, player.name, "exact", index, options, correct, reply.text,
-                         parse_answer(reply.text, options), distribution[correct], mass))
+                         parse_answer(reply.text, options), min(1.0, p), min(1.0, mass)))
     values = [r["p_correct"] for r in rows]
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1) / len(values))
-    return rows, {"p_correct": mean, "std_error": spread, "samples": len(rows)}
+    outside = 1.0 - sum(r["letter_mass"] for r in rows) / len(rows)
+    return rows, {"p_correct": mean, "std_error": spread, "samples": len(rows),
+                  "outside_mass": max(0.0, outside), "unparsed_share": _unparsed_share(rows)}
 
 
 async def answer_question(
@@ -166,7 +200,7 @@ async def answer_question(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if mode == "exact":
         return await answer_exact(player, question, settings, game_seed)
-    return await answer_adaptive(player, question, settings, game_seed)
+    return await answer_sampled(player, question, settings, game_seed)
 
 
 def summary_row(question: Question, answerer: str, mode: str, summary: Mapping[str, Any], answer_only: bool) -> dict[str, Any]:
@@ -174,4 +208,5 @@ def summary_row(question: Question, answerer: str, mode: str, summary: Mapping[s
         "question_id": question.question_id, "round": question.round, "setter": question.setter,
         "answerer": answerer, "mode": mode, "p_correct": summary["p_correct"],
         "std_error": summary["std_error"], "samples": summary["samples"], "answer_only": answer_only,
+        "outside_mass": summary["outside_mass"], "unparsed_share": summary["unparsed_share"],
     }

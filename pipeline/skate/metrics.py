@@ -1,11 +1,15 @@
 """Per-model analyses of a SKATE game, all computed from the p(correct) table.
 
 - answering skill: mean p(correct) on questions set by others;
-- asking skill: 1 - mean p(correct) of the other answerers on the model's questions;
-- self-preference: mean over the model's questions of its p(correct) minus the others' mean,
-  also restricted to the questions where its own p(correct) >= 0.5 (a setter that checks it can
-  answer before asking);
+- asking skill: 1 - mean p(correct) of the other setting models on the model's questions;
+- self-preference: mean over the model's questions of its p(correct) minus the other setting
+  models' mean, also restricted to the questions where its own p(correct) >= 0.5 (a setter that
+  checks it can answer before asking);
 - points of difference: the variance of p(correct) across answerers per question.
+
+"Others" are the setting models (params `players`) only: an answer-only model or bot answers
+every question but never enters another model's asking skill or self-preference, so adding one
+leaves the existing models' metrics as they were.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ def _by_question(pcorrect: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return table
 
 
-def skills(pcorrect: pl.DataFrame, models: Sequence[str]) -> dict[str, dict[str, float | None]]:
+def skills(pcorrect: pl.DataFrame, models: Sequence[str], setters: Sequence[str]) -> dict[str, dict[str, float | None]]:
     questions = _by_question(pcorrect)
+    setting = set(setters)
     result: dict[str, dict[str, float | None]] = {}
     for model in models:
         answering = [q["p"][model] for q in questions.values() if q["setter"] != model and model in q["p"]]
@@ -43,7 +48,7 @@ def skills(pcorrect: pl.DataFrame, models: Sequence[str]) -> dict[str, dict[str,
         for q in questions.values():
             if q["setter"] != model:
                 continue
-            others = [p for name, p in q["p"].items() if name != model]
+            others = [p for name, p in q["p"].items() if name != model and name in setting]
             others_on_mine += others
             if model in q["p"]:
                 own.append(q["p"][model])
@@ -86,34 +91,61 @@ def variance_table(pcorrect: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFr
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def cumulative_by_round(pcorrect: pl.DataFrame, rounds: int) -> pl.DataFrame:
-    """Per answerer and round: cumulative mean p(correct) on its own questions and on others'."""
+#: the two panels of the paper's Figure 4, both seen from the setter's side
+OWN_PANEL = "setter's own p(correct) on its questions"
+OTHERS_PANEL = "other setters' p(correct) on its questions"
+
+
+def cumulative_by_round(pcorrect: pl.DataFrame, rounds: int, setters: Sequence[str]) -> pl.DataFrame:
+    """Per setter and round, cumulative over its questions so far: its own mean p(correct) (the
+    paper's Figure 4, top) and the other setting models' mean p(correct) (Figure 4, bottom)."""
     rows = []
-    for answerer in sorted(set(pcorrect["answerer"].to_list())):
-        mine = pcorrect.filter(pl.col("answerer") == answerer)
-        for which, frame in (
-            ("own questions", mine.filter(pl.col("setter") == answerer)),
-            ("others' questions", mine.filter(pl.col("setter") != answerer)),
+    for setter in sorted(setters):
+        mine = pcorrect.filter(pl.col("setter") == setter)
+        for panel, frame in (
+            (OWN_PANEL, mine.filter(pl.col("answerer") == setter)),
+            (OTHERS_PANEL, mine.filter(pl.col("answerer").is_in([s for s in setters if s != setter]))),
         ):
             for r in range(1, rounds + 1):
                 upto = frame.filter(pl.col("round") <= r)["p_correct"].to_list()
                 if upto:
-                    rows.append((answerer, which, r, sum(upto) / len(upto), len(upto)))
+                    rows.append((setter, panel, r, sum(upto) / len(upto), len(upto)))
     return pl.DataFrame(
-        rows, schema={"answerer": pl.String, "questions": pl.String, "round": pl.Int64,
+        rows, schema={"setter": pl.String, "questions": pl.String, "round": pl.Int64,
                       "cumulative_p_correct": pl.Float64, "n": pl.Int64}, orient="row",
     )
 
 
+def sequential_ratings(history: pl.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """(mode, player) -> (mu, sigma) after one pass over the questions in game order: the paper's
+    rating (the last step of the history)."""
+    result: dict[tuple[str, str], tuple[float, float]] = {}
+    for row in history.sort(["mode", "step", "player"]).iter_rows(named=True):
+        result[(row["mode"], row["player"])] = (row["mu"], row["sigma"])
+    return result
+
+
+def _sequential_ranks(sequential: dict[tuple[str, str], tuple[float, float]], mode: str) -> dict[str, int]:
+    players = sorted((p for m, p in sequential if m == mode), key=lambda p: (-sequential[(mode, p)][0], p))
+    return {p: i for i, p in enumerate(players, start=1)}
+
+
 def metrics_json(
     ratings: pl.DataFrame, pcorrect: pl.DataFrame, questions: pl.DataFrame, setter_rounds: pl.DataFrame,
-    models: Sequence[str], primary: str = "relative",
+    models: Sequence[str], primary: str = "relative", *, setters: Sequence[str] | None = None,
+    history: pl.DataFrame | None = None, headline: str = "multipass",
 ) -> dict[str, dict[str, float | int | None]]:
     """{model: {metric: value}}: numbers only, null where a metric does not apply.
 
     trueskill_mu / trueskill_sigma (and _mu_lo, _mu_hi, _rank, _rank_lo, _rank_hi) repeat the primary
-    ranking mode's values (the headline)."""
-    skill = skills(pcorrect, models)
+    ranking mode's headline: the mean over shuffled passes (`multipass`, with bootstrap intervals)
+    or, with headline `sequential`, the paper's single pass in game order (no intervals).
+    trueskill_sequential_mu / _sigma are the single pass whatever the headline."""
+    if setters is None:
+        setters = sorted(set(pcorrect["setter"].to_list()))
+    skill = skills(pcorrect, models, setters)
+    sequential = sequential_ratings(history) if history is not None else {}
+    sequential_rank = _sequential_ranks(sequential, primary)
     result: dict[str, dict[str, float | int | None]] = {}
     for model in models:
         entry: dict[str, float | int | None] = {}
@@ -127,6 +159,13 @@ def metrics_json(
                     entry[f"trueskill_{bound}"] = None if row.get(bound) is None else round(row[bound], 4)
                 for key in ("rank", "rank_lo", "rank_hi"):
                     entry[f"trueskill_{key}"] = row.get(key)
+        if (primary, model) in sequential:
+            mu, sigma = sequential[(primary, model)]
+            entry["trueskill_sequential_mu"], entry["trueskill_sequential_sigma"] = round(mu, 4), round(sigma, 4)
+            if headline == "sequential":
+                entry.update(trueskill_mu=round(mu, 4), trueskill_sigma=round(sigma, 4),
+                             trueskill_mu_lo=None, trueskill_mu_hi=None, trueskill_rank=sequential_rank[model],
+                             trueskill_rank_lo=None, trueskill_rank_hi=None)
         for name, value in skill[model].items():
             entry[name] = None if value is None else round(value, 4)
         answered = pcorrect.filter(pl.col("answerer") == model)
@@ -134,6 +173,10 @@ def metrics_json(
         entry["p_correct_mean"] = round(answered["p_correct"].mean(), 4) if answered.height else None
         entry["answer_calls_mean"] = round(answered["samples"].mean(), 2) if answered.height else None
         entry["exact_mode"] = int(answered.height > 0 and bool((answered["mode"] == "exact").all()))
+        if "outside_mass" in answered.columns:  # how much of the answer distribution was not a letter
+            outside = answered["outside_mass"].drop_nulls()
+            entry["outside_mass_mean"] = round(outside.mean(), 4) if outside.len() else None
+            entry["unparsed_share"] = round(answered["unparsed_share"].mean(), 4) if answered.height else None
         mine = setter_rounds.filter(pl.col("setter") == model)
         if mine.height:
             entry["questions_entered"] = mine.filter(pl.col("outcome") == "question").height

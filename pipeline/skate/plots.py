@@ -42,10 +42,10 @@ def cumulative_p_correct(cumulative: pl.DataFrame) -> alt.TopLevelMixin:
     return alt.Chart(alt.Data(values=cumulative.to_dicts())).mark_line(point=True).encode(
         x=alt.X("round:O", title="round"),
         y=alt.Y("cumulative_p_correct:Q", title="cumulative mean p(correct)", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("answerer:N", title="model"),
-        tooltip=["answerer:N", "questions:N", "round:O", alt.Tooltip("cumulative_p_correct:Q", format=".2f"), "n:Q"],
-    ).properties(width=300, height=240).facet(column=alt.Column("questions:N", title=None)).properties(
-        title="Cumulative p(correct) on own and on others' questions")
+        color=alt.Color("setter:N", title="setter"),
+        tooltip=["setter:N", "questions:N", "round:O", alt.Tooltip("cumulative_p_correct:Q", format=".2f"), "n:Q"],
+    ).properties(width=300, height=240).facet(row=alt.Row("questions:N", title=None, sort="descending")).properties(
+        title="Cumulative p(correct) on each setter's questions: its own, and the other setters'")
 
 
 def self_preference(skills: pl.DataFrame) -> alt.TopLevelMixin:

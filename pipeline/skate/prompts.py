@@ -10,7 +10,7 @@ from pipeline.skate.parsing import LETTERS
 
 Message = Mapping[str, str]  # a chat message, as pipeline.core.llm takes it
 
-PROMPT_VERSION = "skate-prompts-1"
+PROMPT_VERSION = "skate-prompts-2"
 
 SETTER_SYSTEM = (
     "You are a player in SKATE, a game between language models. In every round each player writes "
@@ -28,6 +28,8 @@ you can while staying sure of the output yourself.
 A valid question:
 - is one short, complete Python 3 program using only the standard library, which prints one \
 deterministic output: no randomness, clock, input, files, network, or object addresses;
+- prints a value such as a number, a string, a list, a tuple or a dict, never a boolean: an \
+output of True or False is not allowed;
 - runs without errors and finishes in well under a second;
 - comes with exactly 9 wrong answers ("distractors"): outputs a careless reader might predict, \
 all different from each other and from the true output. Do not state the true output: it is \
@@ -124,9 +126,9 @@ def render_failures(failures: Sequence[FailedAttempt], attempts_left: int) -> st
     return "\n\n".join(lines)
 
 
-def setter_messages(*, round_number: int, context: str, failures: str) -> list[Message]:
-    # the number of rounds is not shown: a longer game then only adds jobs, and changes none
-    parts = [f"Round {round_number}. Write one new question.", SETTER_RULES]
+def setter_messages(*, round_number: int, rounds: int, context: str, failures: str) -> list[Message]:
+    # as in the paper, the setter knows how far the game has gone (so a longer game reruns it)
+    parts = [f"Round {round_number} of {rounds}. Write one new question.", SETTER_RULES]
     if context:
         parts.append(context)
     if failures:

@@ -68,6 +68,9 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
     answers = list(schedule.answers.values())
     samples = pl.concat([read_table(answer_paths(games_dir, a.job_id)["samples"], SamplesSchema) for a in answers])
     pcorrect = pl.concat([read_table(answer_paths(games_dir, a.job_id)["pcorrect"], PCorrectSchema) for a in answers])
+    estimators = sorted(set(pcorrect["mode"]))
+    if len(estimators) > 1:  # one ranking, one estimator: never rate a mix (e.g. stale files)
+        raise ValueError(f"p(correct) tables mix estimators {estimators}; rerun the answer jobs with one answering.mode")
     calls = [read_table(answer_paths(games_dir, a.job_id)["calls"], CallsSchema) for a in answers]
     calls += [read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
               for g in schedule.generate.values()]
@@ -118,13 +121,14 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
     variance = variance_table(pcorrect, questions)
     write_table(out / "variance.parquet", variance, VarianceSchema, sort_by=["question_id"])
     write_text_atomic(out / "points_of_difference.md", _points_of_difference(variance))
-    skill_rows = [{"model": m, **values} for m, values in skills(pcorrect, models).items()]
+    skill_rows = [{"model": m, **values} for m, values in skills(pcorrect, models, params.players).items()]
     skill_frame = pl.DataFrame(skill_rows, schema={
         "model": pl.String, "answering_skill": pl.Float64, "asking_skill": pl.Float64,
         "self_preference": pl.Float64, "self_preference_confident": pl.Float64,
         "p_correct_own_questions": pl.Float64,
     }, orient="row")
-    metrics = metrics_json(rating_table, pcorrect, questions, setter_rounds, models, params.ranking.primary)
+    metrics = metrics_json(rating_table, pcorrect, questions, setter_rounds, models, params.ranking.primary,
+                           setters=params.players, history=rating_history, headline=params.ranking.headline)
     write_json_atomic(out / "metrics.json", metrics)
-    write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds), variance)
+    write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds, params.players), variance)
     return metrics

@@ -3,8 +3,9 @@
 generate(round, setter) -> round(round) -> answer(round, answerer) -> rate/report.
 
 A job's id hashes its settings, its roster entry and the ids of the jobs it reads, so changing
-anything upstream renames (and reruns) exactly the jobs downstream of it, while adding a round
-or an answer-only player adds jobs and renames none. Which earlier jobs a generate job reads
+anything upstream renames (and reruns) exactly the jobs downstream of it, while adding an
+answer-only player adds jobs and renames none. (Changing the number of rounds renames every
+setter's job: its prompt says "round n of N", as in the paper.) Which earlier jobs a generate job reads
 depends on the augmentation strategy: every setter reads its own previous round (its earlier
 questions, for the uniqueness check); historical_performance also reads its own answers of
 earlier rounds; full_personal_context and full_context read every player's answers (and the
@@ -27,7 +28,7 @@ from pipeline.skate.uniqueness import EMBEDDING_MODEL
 
 # bump when a code change alters what a job produces: every job id changes, so every job reruns
 # (Snakemake sees only ids, inputs and params, not the package code)
-SKATE_VERSION = "skate-2"
+SKATE_VERSION = "skate-3"
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def generation_settings(params: SkateParams) -> dict[str, Any]:
         "version": SKATE_VERSION,
         "prompts": PROMPT_VERSION,
         "attempts": params.attempts,
+        "rounds": params.rounds,  # the setter's prompt says "round n of N"
         "strategy": params.strategy,
         "similarity_threshold": params.similarity_threshold,
         "embedding": EMBEDDING_MODEL,
@@ -101,7 +103,6 @@ def generation_settings(params: SkateParams) -> dict[str, Any]:
 def answering_settings(params: SkateParams) -> dict[str, Any]:
     answering = params.answering.model_dump(mode="json")
     answering.pop("mode")
-    answering.pop("exact_players")
     return {"version": SKATE_VERSION, "prompts": PROMPT_VERSION, "seed": params.seed, "answering": answering}
 
 
@@ -129,7 +130,7 @@ def build_schedule(params: SkateParams, models: ModelsParams, source: str = "par
         generated = tuple(generate[(r, s)].job_id for s in params.players)
         rounds[r] = RoundJob(content_id({"job": "skate-round", "round": r, "generate": generated}), r, generated)
         for answerer in params.answerers:
-            mode = params.answer_mode(models, answerer)
+            mode = params.answer_mode()
             job_id = content_id({
                 "job": "skate-answer", "round": rounds[r].job_id, "answerer": entries[answerer],
                 "mode": mode, "answering": answering,

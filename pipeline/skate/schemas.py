@@ -41,13 +41,13 @@ class SetterRoundsSchema(StrictTable):
 
 
 class SamplesSchema(StrictTable):
-    """Every answer drawn (adaptive) or scored from log-probabilities (exact)."""
+    """Every answer drawn (sampled) or scored from log-probabilities (exact)."""
 
     question_id: str
     round: int = pa.Field(ge=1)
     setter: str
     answerer: str
-    mode: str = pa.Field(isin=["adaptive", "exact"])
+    mode: str = pa.Field(isin=["sampled", "exact"])
     sample_index: int = pa.Field(ge=0)
     options: str  # the four options in display order, one per line
     correct_letter: str = pa.Field(isin=["A", "B", "C", "D"])
@@ -58,17 +58,20 @@ class SamplesSchema(StrictTable):
 
 
 class PCorrectSchema(StrictTable):
-    """p(correct) per question and answerer, with the mode that measured it."""
+    """p(correct) per question and answerer, with the estimator that measured it (one per game)."""
 
     question_id: str
     round: int = pa.Field(ge=1)
     setter: str
     answerer: str
-    mode: str = pa.Field(isin=["adaptive", "exact"])
+    mode: str = pa.Field(isin=["sampled", "exact"])
     p_correct: float = pa.Field(ge=0, le=1)
     std_error: float = pa.Field(ge=0)
     samples: int = pa.Field(ge=1)
     answer_only: bool
+    # exact: mean probability mass on tokens other than A-D (null when sampled)
+    outside_mass: float = pa.Field(nullable=True, ge=0, le=1)
+    unparsed_share: float = pa.Field(ge=0, le=1)  # replies not parsed to a letter
 
 
 class SkateRatingsSchema(RatingSummarySchema):
@@ -103,3 +106,63 @@ class VarianceSchema(StrictTable):
     program: str
     answer: str
     p_correct_by_answerer: str  # JSON object
+
+
+class SimilarityPairsSchema(StrictTable):
+    """Calibration: the cosine similarity of each labelled question pair."""
+
+    question_a: str
+    question_b: str
+    label: str = pa.Field(isin=["same", "different"])
+    cosine: float = pa.Field(ge=-1.0001, le=1.0001)
+
+
+class ThresholdSweepSchema(StrictTable):
+    """Calibration: each candidate threshold as a detector of repeated questions."""
+
+    threshold: float = pa.Field(gt=0, le=1)
+    flagged: int = pa.Field(ge=0)
+    true_positives: int = pa.Field(ge=0)
+    false_positives: int = pa.Field(ge=0)
+    false_negatives: int = pa.Field(ge=0)
+    precision: float = pa.Field(ge=0, le=1)
+    recall: float = pa.Field(ge=0, le=1)
+    f1: float = pa.Field(ge=0, le=1)
+    f_half: float = pa.Field(ge=0, le=1)  # F0.5: precision weighted twice; the choice maximises it
+
+
+class StabilitySchema(StrictTable):
+    """Analysis: ratings after each model joins (primary ranking mode, multi-pass)."""
+
+    models: int = pa.Field(ge=2)  # models present
+    joined: str  # the model that joined last
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    rank: int = pa.Field(ge=1)
+
+
+class AnswerOnlyRankingSchema(StrictTable):
+    """Analysis: the setters ranked alone, then with the answer-only models (paper Figure 6)."""
+
+    panel: str = pa.Field(isin=["setters only", "with answer-only models"])
+    player: str
+    mu: float
+    sigma: float = pa.Field(ge=0)
+    rank: int = pa.Field(ge=1)
+
+
+class StrategyComparisonSchema(StrictTable):
+    """Analysis: one row per augmentation strategy and model, from that strategy's game."""
+
+    strategy: str
+    model: str
+    trueskill_mu: float = pa.Field(nullable=True)
+    trueskill_sigma: float = pa.Field(nullable=True)
+    trueskill_rank: int = pa.Field(nullable=True, ge=1)
+    asking_skill: float = pa.Field(nullable=True)
+    answering_skill: float = pa.Field(nullable=True)
+    self_preference: float = pa.Field(nullable=True)
+    p_correct_own_questions: float = pa.Field(nullable=True)
+    valid_rate: float = pa.Field(nullable=True)
+    questions_entered: int = pa.Field(nullable=True, ge=0)

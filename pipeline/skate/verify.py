@@ -3,6 +3,9 @@
 Valid means: the program runs without error within the limits, twice, printing the same
 non-empty output both times (a program whose runs differ is nondeterministic), and after
 dropping distractors equal to that output and duplicates, at least 9 distractors remain.
+The sandbox fixes the hash seed, so set and dict-of-set orders print the same on every run and
+machine (the answer key never depends on which run came first); output that still differs
+between the runs (randomness, time, addresses) is rejected.
 """
 
 from __future__ import annotations

@@ -7,10 +7,23 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.params import ParamsError
-from pipeline.skate.outputs import rate_outputs, report_outputs
-from pipeline.skate.schedule import Schedule, answer_paths, generate_inputs, generate_path, round_path
+from pipeline.skate.outputs import (
+    analysis_outputs,
+    rate_outputs,
+    report_outputs,
+    strategy_game_output,
+    strategy_outputs,
+)
+from pipeline.skate.schedule import (
+    Schedule,
+    answer_paths,
+    generate_inputs,
+    generate_path,
+    round_path,
+)
 
-__all__ = ["SkateWorkflow", "rate_outputs", "report_outputs"]
+__all__ = ["SkateWorkflow", "analysis_outputs", "rate_outputs", "report_outputs", "strategy_game_output",
+           "strategy_outputs"]
 
 
 class SkateWorkflow:
@@ -24,15 +37,19 @@ class SkateWorkflow:
         self.out = out
         self.schedule: Schedule | None = None
         self.settings: dict[str, Any] = {}
+        self.strategies: list[str] = []
+        self.game_settings: dict[str, Any] = {}  # what decides a strategy game, beyond its strategy
         if not Path(params_path).exists():
             return
         from pipeline.core.roster import load_models
         from pipeline.skate.config import load_skate
-        from pipeline.skate.schedule import build_schedule
+        from pipeline.skate.prompts import PROMPT_VERSION
+        from pipeline.skate.schedule import SKATE_VERSION, build_schedule
 
         try:
             params = load_skate(params_path)
-            self.schedule = build_schedule(params, load_models(models_path), source=params_path)
+            models = load_models(models_path)
+            self.schedule = build_schedule(params, models, source=params_path)
         except ParamsError as exc:
             first = str(exc).splitlines()[0]
             print(f"skate: no jobs scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
@@ -40,7 +57,13 @@ class SkateWorkflow:
         self.settings = {
             "players": params.players, "answer_only": params.answer_only, "seed": params.seed,
             "rounds": params.rounds, "ranking": params.ranking.model_dump(mode="json"),
-            "sigma_stop": params.answering.sigma_stop,
+            "sigma_stop": params.answering.sigma_stop, "analyses": params.analyses.model_dump(mode="json"),
+        }
+        self.strategies = list(params.analyses.strategies)
+        self.game_settings = {  # the versions: a code change that alters games reruns them too
+            "version": SKATE_VERSION, "prompts": PROMPT_VERSION,
+            **params.model_dump(mode="json", exclude={"strategy", "analyses"}),
+            "roster": [models.entry(n).model_dump(mode="json") for n in params.answerers],
         }
 
     # ids, for the wildcard constraints and the final inputs
