@@ -23,8 +23,7 @@ from pipeline.elimination.config import RatingSettings
 
 
 def rating_params(settings: RatingSettings) -> RatingParams:
-    return RatingParams(mu=settings.mu, sigma=settings.sigma, beta=settings.beta, tau=settings.tau,
-                        draw_probability=settings.draw_probability)
+    return settings.rating_params()
 
 
 def rating_events(final_ranks: pl.DataFrame) -> list[FreeForAll]:

@@ -25,6 +25,8 @@ BENCHMARK = Benchmark(
         "variance.parquet",
         "points_of_difference.md",
         "plots",
+        "analyses",
+        "strategies",
     ),
     tables={
         "questions.parquet": QuestionsSchema,

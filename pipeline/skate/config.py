@@ -8,10 +8,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import ParamsError, load_params
-from pipeline.core.rating import RatingParams
 from pipeline.core.roster import ModelsParams
 from pipeline.core.sandbox import SandboxLimits
 from pipeline.core.params import StrictParams as Strict
+from pipeline.core.trueskill_settings import with_defaults
 
 Strategy = Literal[
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
@@ -106,29 +106,20 @@ class AnsweringParams(Strict):
         return self
 
 
-class RankingParams(Strict):
+class RankingParams(with_defaults("SkateTrueSkill", draw_probability=0.2, passes=20, bootstrap_resamples=100)):
+    """trueskill's defaults with many draws: pairs of answerers often draw here (must be in (0, 1))."""
+
     primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
     pass_threshold: float = Field(0.55, gt=0, le=1, description="absolute mode: p(correct) at or above this passes")
-    passes: int = Field(20, ge=1, le=1000, description="TrueSkill passes over shuffled event orders")
     headline: Literal["multipass", "sequential"] = Field(
         "multipass",
         description="the headline rating (metrics trueskill_mu, trueskill_rank): multipass (the mean "
         "over `passes` shuffled orders, with bootstrap intervals; ours) or sequential (the paper's "
         "single pass over the questions in game order). Both are always reported.",
     )
-    bootstrap_resamples: int = Field(
-        100, ge=0, le=10000, description="bootstrap resamples over games for the rating intervals (0: none)"
-    )
-    mu: float = Field(25.0, description="TrueSkill prior mean")
-    sigma: float = Field(25.0 / 3.0, gt=0, description="TrueSkill prior standard deviation")
-    beta: float = Field(25.0 / 6.0, gt=0, description="TrueSkill performance noise")
-    tau: float = Field(25.0 / 300.0, ge=0, description="TrueSkill dynamics noise")
     draw_probability: float = Field(
         0.2, gt=0, lt=1, description="TrueSkill draw probability in (0, 1): pairs often draw here"
     )
-
-    def rating_params(self) -> RatingParams:
-        return RatingParams(self.mu, self.sigma, self.beta, self.tau, self.draw_probability)
 
 
 class AnalysesParams(Strict):
