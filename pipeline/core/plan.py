@@ -328,7 +328,9 @@ def save_plan(plan: Plan, out: str | os.PathLike[str]) -> Path:
 
 # -- what to say --------------------------------------------------------------------------------
 def _money(value: float | None) -> str:
-    return "unpriced" if value is None else f"${value:.4f}"
+    if value is None:
+        return "unpriced"
+    return f"${value:.4f}" if value == 0 or value >= 0.01 else f"${value:.6f}"
 
 
 def render_plan(plan: Plan) -> str:
@@ -358,11 +360,18 @@ def what_to_cut(plan: Plan, limit: int = 3) -> str:
     return (
         f"the run plan costs {_money(plan.cost_usd)} but only {_money(plan.left_usd)} of gateway.budget_usd = "
         f"${plan.budget_usd:g} is left (params/models.yaml; spent {_money(plan.spent_usd)}). No model request "
-        f"was started. Costliest: {biggest}. Cut by removing a model from the benchmark's players in "
-        "params/<benchmark>.yaml, fewer rounds or samples (e.g. skate answering.max_samples), a cheaper "
-        "model, or run one target at a time (`python -m pipeline plan TARGET` shows each); or raise "
-        "gateway.budget_usd."
+        f"was started. Costliest: {biggest}. Cut: {_cuts(rows)}; or use a cheaper model, run one target "
+        "at a time (`python -m pipeline plan TARGET` prices each), or raise gateway.budget_usd."
     )
+
+
+def _cuts(rows: pl.DataFrame) -> str:
+    cuts = []
+    for r in rows.iter_rows(named=True):
+        where = "the roster in params/models.yaml" if r["benchmark"] == "roster" else f"params/{r['benchmark']}.yaml"
+        cuts.append(f"remove {r['model']} from {where}")
+    cuts.append("fewer rounds, games or samples (e.g. skate's answering.max_samples)")
+    return ", or ".join(cuts)
 
 
 # -- after the run: plan against spend -------------------------------------------------------
