@@ -159,6 +159,7 @@ class CallRecord:
     cache_hit: bool
     error_kind: str | None
     fault: str | None = None  # the injected fault of this attempt (pipeline.core.faults)
+    batch: bool | None = None  # True: answered through the provider's batch API (pipeline.core.batch)
 
 
 class ResponseCache:

@@ -183,13 +183,17 @@ class TokenHistory:
         return None if found is None else (found[0], found[1])
 
 
-def price_per_token(entry: RosterEntry, models: ModelsParams) -> tuple[float, float] | None:
-    """USD per (input, output) token: the roster's own price, else litellm's map; None: unpriced."""
+def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = False) -> tuple[float, float] | None:
+    """USD per (input, output) token: the roster's own price, else litellm's map; None: unpriced.
+
+    With `batch`, the price of the provider's batch API: the map's batch price where it has one,
+    else the direct price times gateway.batch.discount."""
     if entry.is_bot or entry.provider == "local":
         return 0.0, 0.0
+    discount = models.gateway.batch.discount if batch else 1.0
     own = models.gateway.prices.get(entry.model or "")
     if own is not None:
-        return own.input_usd_per_mtok / 1e6, own.output_usd_per_mtok / 1e6
+        return own.input_usd_per_mtok / 1e6 * discount, own.output_usd_per_mtok / 1e6 * discount
     import litellm  # the bundled map (LITELLM_LOCAL_MODEL_COST_MAP=True, set by the package)
 
     try:
@@ -199,7 +203,9 @@ def price_per_token(entry: RosterEntry, models: ModelsParams) -> tuple[float, fl
     pin, pout = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if pin is None or pout is None:
         return None
-    return float(pin), float(pout)
+    if batch and info.get("input_cost_per_token_batches") is not None and info.get("output_cost_per_token_batches") is not None:
+        return float(info["input_cost_per_token_batches"]), float(info["output_cost_per_token_batches"])
+    return float(pin) * discount, float(pout) * discount
 
 
 # -- the plan table ---------------------------------------------------------------------------

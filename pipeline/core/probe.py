@@ -12,6 +12,7 @@ unusable answer.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,10 @@ class ProbedRequest:
     cached: bool
     prompt_tokens: int  # estimated from the prompt's length
     max_tokens: int  # the reply cap: an upper bound of the reply's tokens
+    # the request itself, for sending it later (pipeline.core.batch)
+    messages: tuple[dict[str, str], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    seed: int | None = None
 
 
 def prompt_tokens(messages: Sequence[Message]) -> int:
@@ -43,8 +48,11 @@ def prompt_tokens(messages: Sequence[Message]) -> int:
 class ProbeGateway(Gateway):
     """Counts requests and their cache hits; never calls a provider and never writes the cache."""
 
-    def __init__(self, models: ModelsParams, *, root: str = ".", answer_from_cache: bool = True) -> None:
-        super().__init__(models, job="plan", root=root)
+    def __init__(
+        self, models: ModelsParams, *, root: str = ".", answer_from_cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None, job: str = "plan",
+    ) -> None:
+        super().__init__(models, job=job, root=root, cache_dir=cache_dir)
         self.answer_from_cache = answer_from_cache
         self.requests: list[ProbedRequest] = []
 
@@ -69,6 +77,7 @@ class ProbeGateway(Gateway):
         cached = self.cache.get(key) if self.read_cache else None
         self.requests.append(ProbedRequest(
             entry.name, key, cached is not None, prompt_tokens(messages), int(params["max_tokens"]),
+            tuple(dict(m) for m in messages), tuple(params.items()), seed,
         ))
         if cached is not None and self.answer_from_cache:
             lps = cached.get("logprobs")

@@ -65,7 +65,9 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     params, models, schedule = _load(args)
     job = schedule.find_answer(args.job_id)
     gateway = Gateway(models, job=f"skate/answer/{job.job_id}")
-    samples, summary = asyncio.run(run_answer(params, models, job, args.out, gateway))
+    from pipeline.core.batch import run_job  # gateway.batch.enabled: through the provider's batch API
+
+    samples, summary = run_job(lambda gw: run_answer(params, models, job, args.out, gw), gateway)
     write_answer(args.out, job, samples, summary, gateway)
     for row in summary.iter_rows(named=True):
         print(f"round {job.round} {job.answerer} on {row['question_id']} ({row['setter']}): "
