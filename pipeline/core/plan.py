@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.batch import batchable
 from pipeline.core.budget import SpendLedger
 from pipeline.core.io import write_json_atomic
 from pipeline.core.roster import ModelsParams, RosterEntry
@@ -64,6 +65,7 @@ class CallEstimate:
     prompt_tokens: int  # estimated input tokens of the uncached calls (from the prompts)
     reply_tokens: int  # output tokens of the uncached calls at the reply cap (an upper bound)
     note: str = ""  # how the count was made, when it is not exact
+    batchable: bool = False  # the job can send these through the provider's batch API (pipeline.core.batch)
 
 
 # -- which jobs, and why: Snakemake's dry run ---------------------------------------------------
@@ -212,7 +214,7 @@ def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = F
 PLAN_COLUMNS: dict[str, Any] = {
     "benchmark": pl.Utf8, "model": pl.Utf8, "jobs": pl.Int64, "why": pl.Utf8, "calls": pl.Int64,
     "cached_calls": pl.Int64, "paid_calls": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64,
-    "cost_usd": pl.Float64, "tokens_from": pl.Utf8, "note": pl.Utf8,
+    "cost_usd": pl.Float64, "batch_cost_usd": pl.Float64, "tokens_from": pl.Utf8, "note": pl.Utf8,
 }
 
 
@@ -225,6 +227,7 @@ class _Row:
     tokens_in: float = 0.0
     tokens_out: float = 0.0
     cost: float | None = 0.0
+    batch_cost: float | None = 0.0
     sources: set[str] = field(default_factory=set)
     notes: set[str] = field(default_factory=set)
 
@@ -234,7 +237,7 @@ def plan_table(
 ) -> pl.DataFrame:
     """One row per (benchmark, model): jobs and why, calls, cache hits, tokens and cost."""
     rows: dict[tuple[str, str], _Row] = {}
-    prices: dict[str, tuple[float, float] | None] = {}
+    prices: dict[tuple[str, bool], tuple[float, float] | None] = {}
     for benchmark, job, est in estimates:
         row = rows.setdefault((benchmark, est.model), _Row())
         job_name = f"{job.rule}:{','.join(job.wildcards.values())}"
@@ -256,15 +259,16 @@ def plan_table(
         if est.note:
             row.notes.add(est.note)
         if paid and est.model != NO_MODEL:
-            if est.model not in prices:
-                prices[est.model] = price_per_token(models.entry(est.model), models)
-            price = prices[est.model]
-            if price is None:
-                row.cost = None
-                row.notes.add(f"no price for {models.entry(est.model).model}: set gateway.prices")
-            elif row.cost is not None:
-                tokens = (paid * measured[0], paid * measured[1]) if measured else (est.prompt_tokens, est.reply_tokens)
-                row.cost += tokens[0] * price[0] + tokens[1] * price[1]
+            entry = models.entry(est.model)
+            tokens = (paid * measured[0], paid * measured[1]) if measured else (est.prompt_tokens, est.reply_tokens)
+            by_batch = est.batchable and batchable(entry)
+            direct = _priced(prices, entry, models, False)
+            batch = _priced(prices, entry, models, True) if by_batch else direct
+            now = batch if by_batch and models.gateway.batch.enabled else direct
+            if direct is None:
+                row.notes.add(f"no price for {entry.model}: set gateway.prices")
+            row.cost = _add(row.cost, tokens, now)
+            row.batch_cost = _add(row.batch_cost, tokens, batch)
     records = [
         {
             "benchmark": b, "model": m, "jobs": len(r.jobs),
@@ -272,12 +276,27 @@ def plan_table(
             "calls": r.calls, "cached_calls": r.cached, "paid_calls": r.calls - r.cached,
             "tokens_in": int(round(r.tokens_in)), "tokens_out": int(round(r.tokens_out)),
             "cost_usd": None if r.cost is None else round(r.cost, 6),
+            "batch_cost_usd": None if r.batch_cost is None else round(r.batch_cost, 6),
             "tokens_from": "+".join(sorted(r.sources)) or "-", "note": "; ".join(sorted(r.notes)),
         }
         for (b, m), r in rows.items()
     ]
     frame = pl.DataFrame(records, schema=PLAN_COLUMNS) if records else pl.DataFrame(schema=PLAN_COLUMNS)
     return frame.sort(["benchmark", "model"])
+
+
+def _priced(
+    cache: dict[tuple[str, bool], tuple[float, float] | None], entry: RosterEntry, models: ModelsParams, batch: bool
+) -> tuple[float, float] | None:
+    if (entry.name, batch) not in cache:
+        cache[(entry.name, batch)] = price_per_token(entry, models, batch=batch)
+    return cache[(entry.name, batch)]
+
+
+def _add(total: float | None, tokens: tuple[float, float], price: tuple[float, float] | None) -> float | None:
+    if total is None or price is None:
+        return None  # unknown stays unknown: never a made-up 0
+    return total + tokens[0] * price[0] + tokens[1] * price[1]
 
 
 @dataclass(frozen=True)
@@ -295,6 +314,11 @@ class Plan:
         return None if costs.null_count() else float(costs.sum())
 
     @property
+    def batch_cost_usd(self) -> float | None:
+        costs = self.table["batch_cost_usd"]
+        return None if costs.null_count() else float(costs.sum())
+
+    @property
     def left_usd(self) -> float | None:
         return None if self.budget_usd is None else self.budget_usd - self.spent_usd
 
@@ -306,7 +330,7 @@ class Plan:
         return {
             "created": self.created, "targets": list(self.targets), "budget_usd": self.budget_usd,
             "spent_usd": round(self.spent_usd, 6), "left_usd": None if self.left_usd is None else round(self.left_usd, 6),
-            "cost_usd": self.cost_usd, "ledger": self.ledger, "rows": self.table.to_dicts(),
+            "cost_usd": self.cost_usd, "batch_cost_usd": self.batch_cost_usd, "ledger": self.ledger, "rows": self.table.to_dicts(),
         }
 
 
@@ -341,17 +365,18 @@ def _money(value: float | None) -> str:
 
 def render_plan(plan: Plan) -> str:
     lines = [f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
-             f"{'tokens out':>10} {'cost':>10}  why"]
+             f"{'tokens out':>10} {'cost':>10} {'batch cost':>10}  why"]
     for r in plan.table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>7} {r['cached_calls']:>7} "
-            f"{r['tokens_in']:>10} {r['tokens_out']:>10} {_money(r['cost_usd']):>10}  {r['why']}"
+            f"{r['tokens_in']:>10} {r['tokens_out']:>10} {_money(r['cost_usd']):>10} {_money(r['batch_cost_usd']):>10}  {r['why']}"
             + (f"  [{r['note']}]" if r["note"] else "")
         )
     t = plan.table
     lines.append(
         f"total: {t['jobs'].sum()} job(s), {t['calls'].sum()} call(s) of which {t['cached_calls'].sum()} "
-        f"from the cache, estimated cost {_money(plan.cost_usd)}; spent so far {_money(plan.spent_usd)}"
+        f"from the cache, estimated cost {_money(plan.cost_usd)} ({_money(plan.batch_cost_usd)} with "
+        f"gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
     return "\n".join(lines)

@@ -127,14 +127,14 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
         paid = [r for r in probe.requests if not r.cached]
         return [CallEstimate(
             answer.answerer, "skate/answer", len(probe.requests), len(probe.requests) - len(paid),
-            sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), note,
+            sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), note, batchable=True,
         )]
     calls = len(params.players) * per_question
     program = "x = 1\n" * (TYPICAL_PROGRAM_CHARS // 6)
     prompt = prompt_tokens(answer_messages(program, ("1", "2", "3", "4"), settings.few_shot))
     cap = 1 if answer.mode == "exact" else settings.max_tokens
     return [CallEstimate(answer.answerer, "skate/answer", calls, 0, calls * prompt, calls * cap,
-                         "; ".join(filter(None, [note, "questions not set yet: one per player assumed"])))]
+                         "; ".join(filter(None, [note, "questions not set yet: one per player assumed"])), batchable=True)]
 
 
 def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
