@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench._common import write_result  # noqa: E402
+from bench._common import write_result
 
 REPO = Path(__file__).resolve().parents[1]
 ROSTER = [

@@ -126,7 +126,7 @@ class FakeOpenAI:
         self._ready.set()
         try:
             await asyncio.wait_for(self._stop.wait(), self.lifetime_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         await runner.cleanup()
 
@@ -135,7 +135,7 @@ class FakeOpenAI:
         self._ready.wait(10)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)

@@ -111,7 +111,9 @@ def test_skate_adaptive_answering_through_batches_matches_the_direct_path(tmp_pa
             job = schedule.answers[(1, "gpt")]
             gateway = Gateway(models, job=f"skate/answer/{job.job_id}")
             if batch:
-                samples, summary = run_job(lambda gw: run_answer(params, models, job, out, gw), gateway)
+                samples, summary = run_job(
+                    lambda gw, p=params, m=models, j=job, o=out: run_answer(p, m, j, o, gw), gateway
+                )
             else:
                 samples, summary = asyncio.run(run_answer(params, models, job, out, gateway))
             tables[batch] = (samples, summary, gateway.calls_frame())

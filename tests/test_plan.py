@@ -45,7 +45,7 @@ def _setup(project: Path, budget: float | None = None) -> None:
 
 def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OPENAI_API_KEY": "sk-fake-plan-test", "PYTHONPATH": str(project)}
-    return subprocess.run([sys.executable, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def _rows(project: Path) -> dict[tuple[str, str], dict]:

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.llm import Completion, Gateway, GatewayError, Message, TokenLogprob, completion_request
+from pipeline.core.llm import (
+    Completion,
+    Gateway,
+    GatewayError,
+    Message,
+    TokenLogprob,
+    completion_request,
+)
 from pipeline.core.roster import ModelsParams
 
 # chars per token of English and code prompts, for a prompt whose tokens were never measured
@@ -42,7 +49,7 @@ class ProbedRequest:
 def prompt_tokens(messages: Sequence[Message]) -> int:
     """A tokenizer-free estimate of a chat prompt's tokens (offline, any provider)."""
     chars = sum(len(m.get("content") or "") for m in messages)
-    return int(round(chars / CHARS_PER_TOKEN)) + TOKENS_PER_MESSAGE * len(messages)
+    return round(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
 
 
 class ProbeGateway(Gateway):
