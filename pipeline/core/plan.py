@@ -66,6 +66,7 @@ class CallEstimate:
     reply_tokens: int  # output tokens of the uncached calls at the reply cap (an upper bound)
     note: str = ""  # how the count was made, when it is not exact
     batchable: bool = False  # the job can send these through the provider's batch API (pipeline.core.batch)
+    tokens_known: bool = True  # False: no prompt to measure yet (cost unknown unless the model is free)
 
 
 # -- which jobs, and why: Snakemake's dry run ---------------------------------------------------
@@ -252,6 +253,8 @@ def plan_table(
             row.tokens_in += paid * measured[0]
             row.tokens_out += paid * measured[1]
             row.sources.add("measured")
+        elif paid and not est.tokens_known:
+            row.sources.add("unknown")
         elif paid:
             row.tokens_in += est.prompt_tokens
             row.tokens_out += est.reply_tokens
@@ -267,6 +270,8 @@ def plan_table(
             now = batch if by_batch and models.gateway.batch.enabled else direct
             if direct is None:
                 row.notes.add(f"no price for {entry.model}: set gateway.prices")
+            if not measured and not est.tokens_known and (now is None or any(now)):
+                now = batch = None  # tokens unknown: the cost is unknown unless the model is free
             row.cost = _add(row.cost, tokens, now)
             row.batch_cost = _add(row.batch_cost, tokens, batch)
     records = [
@@ -359,7 +364,7 @@ def save_plan(plan: Plan, out: str | os.PathLike[str]) -> Path:
 # -- what to say --------------------------------------------------------------------------------
 def _money(value: float | None) -> str:
     if value is None:
-        return "unpriced"
+        return "unknown"
     return f"${value:.4f}" if value == 0 or value >= 0.01 else f"${value:.6f}"
 
 

@@ -2,8 +2,8 @@
 
 An estimator reads the benchmark's own schedule (never a copy of it) and runs the job's own
 request code through the probe gateway where the job's inputs already exist. A rule without
-an estimator calls no model unless its room is listed in ROOMS_WITH_MODELS; such a job is shown
-with its reason and an unknown count, never a made-up one.
+an estimator calls no model unless its room is listed in ROOMS_WITH_MODELS (and it is no
+aggregate); such a job is shown with its reason and an unknown count, never a made-up one.
 """
 
 from __future__ import annotations
@@ -34,12 +34,14 @@ Estimator = Callable[[PlannedJob, PlanContext], list[CallEstimate]]
 
 # rooms whose game jobs call models but whose rules have no estimator yet
 ROOMS_WITH_MODELS = ("xent", "elimination", "whoisspy")
+# rules that combine finished games (no model requests)
+AGGREGATES = ("_all", "_rate", "_ratings", "_report", "_rescore")
 
 
 def _registry() -> dict[str, Estimator]:
-    from pipeline.plan import roster, skate
+    from pipeline.plan import games, roster, skate
 
-    return {**roster.ESTIMATORS, **skate.ESTIMATORS}
+    return {**roster.ESTIMATORS, **skate.ESTIMATORS, **games.ESTIMATORS}
 
 
 def benchmark_of(rule: str, rooms: Iterable[str]) -> str:
@@ -58,7 +60,7 @@ def estimate_jobs(jobs: Iterable[PlannedJob], context: PlanContext) -> list[tupl
         estimator = registry.get(job.rule)
         if estimator is not None:
             estimates = estimator(job, context)
-        elif benchmark in ROOMS_WITH_MODELS and not job.rule.endswith("_all"):
+        elif benchmark in ROOMS_WITH_MODELS and not job.rule.endswith(AGGREGATES):
             estimates = [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0, f"{job.rule}: calls not estimated yet")]
         else:
             estimates = [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
