@@ -124,3 +124,21 @@ def test_after_a_run_the_plan_is_compared_with_what_was_spent(project: Path) -> 
 
     rerun = _run(project, "-m", "pipeline", "plan", "roster_all")
     assert "total: 0 job(s)" in rerun.stdout  # nothing left to do, nothing to pay
+
+
+def test_game_rooms_are_planned_from_their_schedules_and_unknown_costs_stay_unknown(project: Path) -> None:
+    _setup(project)
+    whoisspy = yaml.safe_load((project / "params/whoisspy.yaml").read_text())
+    whoisspy.update(players=["gpt-mini"], fill=["random-bot"])
+    (project / "params/whoisspy.yaml").write_text(yaml.safe_dump(whoisspy, sort_keys=False))
+    planned = _run(project, "-m", "pipeline", "plan", "whoisspy_all", "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    rows = {r["model"]: r for r in plan["rows"] if r["benchmark"] == "whoisspy"}
+    games = rows["gpt-mini"]["jobs"]
+    assert games >= 1 and rows["gpt-mini"]["why"] == f"new job {games}"
+    # one seat per game, at most 3 rounds x (description + vote), as the rules bound it
+    assert rows["gpt-mini"]["calls"] == games * 2 * whoisspy["rules"]["rounds"]
+    assert rows["gpt-mini"]["cost_usd"] is None and "tokens unknown" in rows["gpt-mini"]["note"]
+    assert plan["cost_usd"] is None  # an unknown part makes the total unknown, never a guess
+    assert rows["random-bot"]["calls"] == 0
