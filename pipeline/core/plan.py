@@ -384,6 +384,9 @@ def render_plan(plan: Plan) -> str:
         f"gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
+    if plan.budget_usd is not None and plan.cost_usd is None:
+        lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes); "
+                     "the spend ledger still stops the run at gateway.budget_usd")
     return "\n".join(lines)
 
 
