@@ -125,6 +125,15 @@ def test_after_a_run_the_plan_is_compared_with_what_was_spent(project: Path) -> 
     rerun = _run(project, "-m", "pipeline", "plan", "roster_all")
     assert "total: 0 job(s)" in rerun.stdout  # nothing left to do, nothing to pay
 
+    # a changed rule reruns the job (Snakemake's reason), and the cache answers its request
+    rules = project / "pipeline/roster/rules.smk"
+    rules.write_text(rules.read_text().replace("--out results/roster", "--out results/roster/"))
+    changed = _run(project, "-m", "pipeline", "plan", "roster_all")
+    assert changed.returncode == 0, changed.stderr
+    row = _rows(project)[("roster", "gpt-mini")]
+    assert row["why"] == "changed code 1"
+    assert (row["calls"], row["cached_calls"], row["cost_usd"]) == (1, 1, 0.0)
+
 
 def test_game_rooms_are_planned_from_their_schedules_and_unknown_costs_stay_unknown(project: Path) -> None:
     _setup(project)
