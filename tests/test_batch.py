@@ -125,3 +125,19 @@ def test_skate_adaptive_answering_through_batches_matches_the_direct_path(tmp_pa
     used = tables[False][0].height
     assert direct_chat == used  # the batch run sent nothing directly
     assert batches >= 1 and calls["batch"].all() and calls.height == used
+
+
+def test_batch_spend_counts_against_the_budget(tmp_path: Path) -> None:
+    from pipeline.core.llm import BudgetExceeded
+
+    with FakeOpenAI() as fake:
+        models = _models(fake, tmp_path / "cache", batch=True)
+        run_roster_check(models, tmp_path / "first", Gateway(models, job="roster"))
+        spent = SpendLedger(tmp_path / "cache" / "spend-ledger.jsonl").total_usd()
+        assert spent > 0
+        # the batch's spend alone uses up this budget: the next batch is never submitted
+        capped = models.model_copy(update={"gateway": models.gateway.model_copy(update={"budget_usd": spent})})
+        fresh = capped.model_copy(update={"check": capped.check.model_copy(update={"prompt": "Reply with one word: go"})})
+        with pytest.raises(BudgetExceeded, match="spend budget reached"):
+            run_roster_check(fresh, tmp_path / "second", Gateway(fresh, job="roster"))
+        assert len(fake.batches) == 1 and fake.chat_calls == 0
