@@ -430,6 +430,8 @@ def compare(plan_json: dict[str, Any]) -> pl.DataFrame:
     for key in sorted(set(planned) | set(spent)):
         p = planned.get(key, {})
         s = spent.get(key, [0, 0, 0, 0.0])
+        if not p.get("paid_calls") and not s[0]:
+            continue  # nothing planned, nothing spent (bots, answers from the cache)
         rows.append({
             "benchmark": key[0], "model": key[1],
             "planned_calls": int(p.get("paid_calls", 0)), "spent_calls": int(s[0]),

@@ -8,6 +8,16 @@ import sys
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from pipeline.core.plan import PlanError
+
+    try:
+        return _plan(args)
+    except PlanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _plan(args: argparse.Namespace) -> int:
     from pipeline.core.plan import load_plan_json, render_plan, save_plan, what_to_cut
     from pipeline.plan.run import after_run, plan_targets
 
