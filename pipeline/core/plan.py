@@ -369,8 +369,8 @@ def _money(value: float | None) -> str:
 
 
 def render_plan(plan: Plan) -> str:
-    lines = [f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
-             f"{'tokens out':>10} {'cost':>10} {'batch cost':>10}  why"]
+    lines = [(f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
+              f"{'tokens out':>10} {'cost':>10} {'batch cost':>10}  why")]
     for r in plan.table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>7} {r['cached_calls']:>7} "
@@ -458,8 +458,8 @@ def render_compare(table: pl.DataFrame) -> str:
         e = relative_error(p, s)
         return "n/a" if e is None else f"{e:+.0%}"
 
-    lines = [f"{'benchmark':<12} {'model':<18} {'calls plan/spent':>17} {'err':>6} {'tokens in':>19} {'err':>6} "
-             f"{'cost plan/spent':>21} {'err':>6}"]
+    lines = [(f"{'benchmark':<12} {'model':<18} {'calls plan/spent':>17} {'err':>6} {'tokens in':>19} {'err':>6} "
+              f"{'cost plan/spent':>21} {'err':>6}")]
     for r in table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['planned_calls']:>8}/{r['spent_calls']:<8} "
