@@ -18,6 +18,7 @@ import yaml
 
 from tests.conftest import write_roster
 
+pytestmark = pytest.mark.slow  # every plan runs Snakemake's real dry run in a temp project
 PRICE = {"openai/gpt-4o-mini": {"input_usd_per_mtok": 150.0, "output_usd_per_mtok": 600.0}}
 ROSTER = [
     {"name": "random-bot", "bot": "random"},
@@ -92,7 +93,6 @@ def test_plan_counts_calls_before_a_run_and_cache_hits_with_the_gateways_own_key
     assert skate["calls"] == 100 and skate["paid_calls"] == 100 - sent
 
 
-@pytest.mark.slow
 def test_a_run_whose_plan_exceeds_the_budget_stops_before_the_first_call(project: Path) -> None:
     _setup(project, budget=0.001)
     run = _run(project, "-m", "snakemake", "roster_all", "--cores", "1")
@@ -106,7 +106,6 @@ def test_a_run_whose_plan_exceeds_the_budget_stops_before_the_first_call(project
     assert planned.returncode == 3 and "budget" in planned.stderr
 
 
-@pytest.mark.slow
 def test_after_a_run_the_plan_is_compared_with_what_was_spent(project: Path) -> None:
     _setup(project, budget=1.0)
     run = _run(project, "-m", "snakemake", "roster_all", "--cores", "1")
