@@ -26,12 +26,22 @@ def reply_for(body: dict[str, Any]) -> str:
     return LETTERS[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4]
 
 
+def logprobs_for(body: dict[str, Any], reply: str) -> dict[str, Any] | None:
+    """Next-token log-probabilities when asked: the reply's letter most likely, the rest spread."""
+    if not body.get("logprobs"):
+        return None
+    top = [{"token": letter, "logprob": -0.2 if letter == reply else -2.5 - i / 10}
+           for i, letter in enumerate(LETTERS)]
+    return {"content": [{"token": reply, "logprob": -0.2, "top_logprobs": top[: body.get("top_logprobs", 4)]}]}
+
+
 def completion(body: dict[str, Any]) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4 + 3
+    reply = reply_for(body)
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply_for(body)},
-                     "finish_reason": "stop", "logprobs": None}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                     "finish_reason": "stop", "logprobs": logprobs_for(body, reply)}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1},
     }
 

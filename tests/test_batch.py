@@ -79,7 +79,8 @@ def test_a_rerun_polls_the_submitted_batch_instead_of_paying_twice(tmp_path: Pat
     assert json.loads(states[0].read_text())["status"] == "stored"
 
 
-def test_skate_adaptive_answering_through_batches_matches_the_direct_path(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["adaptive", "exact"])
+def test_skate_answering_through_batches_matches_the_direct_path(mode: str, tmp_path: Path) -> None:
     import asyncio
 
     from pipeline.core.batch import run_job
@@ -100,7 +101,7 @@ def test_skate_adaptive_answering_through_batches_matches_the_direct_path(tmp_pa
                 [{"name": "setter-bot", "bot": "setter"}]).roster]})
             params = SkateParams.model_validate({
                 "players": ["setter-bot"], "answer_only": ["gpt"], "rounds": 1,
-                "answering": {"min_samples": 10, "max_samples": 40},
+                "answering": {"mode": mode, "min_samples": 10, "max_samples": 40, "exact_option_sets": 6},
             })
             schedule = build_schedule(params, models)
             out = tmp_path / f"out-{batch}"
@@ -125,6 +126,9 @@ def test_skate_adaptive_answering_through_batches_matches_the_direct_path(tmp_pa
     used = tables[False][0].height
     assert direct_chat == used  # the batch run sent nothing directly
     assert batches >= 1 and calls["batch"].all() and calls.height == used
+    if mode == "exact":  # every request is known up front: one batch
+        assert batches == 1 and used == 6
+        assert tables[True][0]["letter_mass"].min() > 0.5  # log-probabilities came through the batch
 
 
 def test_batch_spend_counts_against_the_budget(tmp_path: Path) -> None:
