@@ -7,8 +7,8 @@
 - answer: per question, `exact_option_sets` calls in exact mode; in adaptive mode the
   answerer's mean samples per question in earlier runs, else `max_samples` (the most). Once the
   round's questions exist, the job's own code runs through the probe gateway, so every
-  request's cache hit is counted with its real key; before that a round has at most one
-  question per player.
+  request's cache hit is counted with its real key; before that a round has one question per
+  player that entered one in earlier rounds (its entry rate), else one per player (the most).
 """
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def _history(context: PlanContext) -> dict[str, pl.DataFrame]:
 
         out = context.path(OUT)
         tries = [
-            {"setter": r["setter"], "tries": len(r["attempts"])}
+            {"setter": r["setter"], "tries": len(r["attempts"]), "entered": r["question"] is not None}
             for r in (read_json(p) for p in sorted(out.glob("generate/*.json")) if not p.name.endswith(".calls.json"))
         ]
         frames = [pl.read_parquet(p, columns=["answerer", "mode", "samples"]) for p in sorted(out.glob("answers/*.pcorrect.parquet"))]
         context.loaded["skate-history"] = {
-            "tries": pl.DataFrame(tries, schema={"setter": pl.Utf8, "tries": pl.Int64}),
+            "tries": pl.DataFrame(tries, schema={"setter": pl.Utf8, "tries": pl.Int64, "entered": pl.Boolean}),
             "samples": pl.concat(frames) if frames else pl.DataFrame(schema={"answerer": pl.Utf8, "mode": pl.Utf8, "samples": pl.Int64}),
         }
     return context.loaded["skate-history"]
@@ -129,12 +129,18 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
             answer.answerer, "skate/answer", len(probe.requests), len(probe.requests) - len(paid),
             sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), note, batchable=True,
         )]
-    calls = len(params.players) * per_question
+    # a round's questions: each setter's share of rounds it entered a question in earlier runs, else 1
+    tries = _history(context)["tries"].with_columns(pl.col("entered").cast(pl.Float64))
+    shares = [_mean(tries, "setter", setter, "entered") for setter in params.players]
+    questions = sum(1.0 if share is None else share for share in shares)
+    calls = round(questions * per_question)
     program = "x = 1\n" * (TYPICAL_PROGRAM_CHARS // 6)
     prompt = prompt_tokens(answer_messages(program, ("1", "2", "3", "4"), settings.few_shot))
     cap = 1 if answer.mode == "exact" else settings.max_tokens
     return [CallEstimate(answer.answerer, "skate/answer", calls, 0, calls * prompt, calls * cap,
-                         "; ".join(filter(None, [note, "questions not set yet: one per player assumed"])), batchable=True)]
+                         "; ".join(filter(None, [note, "questions not set yet: " + (
+                             "one per player assumed" if None in shares else "setters' earlier entry rates")])),
+                         batchable=True)]
 
 
 def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
