@@ -29,3 +29,18 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
+
+
+# The run plan (pipeline/plan): before the first job, what this run's jobs will call and cost;
+# a plan over gateway.budget_usd stops the run here, before any model request. After a
+# successful run, the plan is set against what was spent (results/plan/compare.json).
+onstart:
+    from pipeline.plan.run import before_run
+
+    before_run(workflow)
+
+
+onsuccess:
+    from pipeline.plan.run import after_run
+
+    after_run()

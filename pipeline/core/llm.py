@@ -159,6 +159,7 @@ class CallRecord:
     cache_hit: bool
     error_kind: str | None
     fault: str | None = None  # the injected fault of this attempt (pipeline.core.faults)
+    batch: bool | None = None  # True: answered through the provider's batch API (pipeline.core.batch)
 
 
 class ResponseCache:
@@ -203,6 +204,35 @@ def request_key(
         "sample_index": sample_index,
     }
     return content_id(payload, length=64)
+
+
+def completion_request(
+    entry: RosterEntry,
+    messages: Sequence[Message],
+    *,
+    seed: int | None = None,
+    sample_index: int = 0,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    stop: Sequence[str] | None = None,
+    top_logprobs: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(cache key, sampling params) of one chat request: the one place both are decided, so the
+    run plan (pipeline.core.plan) counts cache hits with exactly the keys the gateway uses."""
+    assert entry.model is not None
+    params: dict[str, Any] = {
+        "temperature": entry.sampling.temperature if temperature is None else temperature,
+        "top_p": entry.sampling.top_p,
+        "max_tokens": entry.sampling.max_tokens if max_tokens is None else max_tokens,
+    }
+    if entry.sampling.reasoning_effort is not None:  # only when set: other requests keep their cache keys
+        params["reasoning_effort"] = entry.sampling.reasoning_effort
+    if stop:
+        params["stop"] = list(stop)
+    if top_logprobs:
+        params["logprobs"] = True
+        params["top_logprobs"] = int(top_logprobs)
+    return request_key(entry.model, messages, {**params, **entry.extra}, seed, sample_index), params
 
 
 class RateLimiter:
@@ -393,20 +423,10 @@ class Gateway:
         if entry.is_bot:
             raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
         assert entry.model is not None
-        params: dict[str, Any] = {
-            "temperature": entry.sampling.temperature if temperature is None else temperature,
-            "top_p": entry.sampling.top_p,
-            "max_tokens": entry.sampling.max_tokens if max_tokens is None else max_tokens,
-        }
-        if entry.sampling.reasoning_effort is not None:  # only when set: other requests keep their cache keys
-            params["reasoning_effort"] = entry.sampling.reasoning_effort
-        if stop:
-            params["stop"] = list(stop)
-        if top_logprobs:
-            params["logprobs"] = True
-            params["top_logprobs"] = int(top_logprobs)
-        key_params = {**params, **entry.extra}
-        key = request_key(entry.model, messages, key_params, seed, sample_index)
+        key, params = completion_request(
+            entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
+            temperature=temperature, stop=stop, top_logprobs=top_logprobs,
+        )
 
         started = time.monotonic()
         cached = self.cache.get(key) if self.read_cache else None

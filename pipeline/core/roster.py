@@ -111,6 +111,24 @@ class Price(Strict):
     output_usd_per_mtok: float = Field(ge=0, description="USD per million completion tokens")
 
 
+class BatchSettings(Strict):
+    enabled: bool = Field(
+        False,
+        description="true: jobs where nothing waits on a single answer (SKATE answering, the roster check) "
+        "send their requests through the provider's batch API (about half the price, answers within 24 h)",
+    )
+    poll_s: float = Field(30.0, gt=0, description="seconds between status checks of a submitted batch")
+    max_wait_s: float = Field(
+        86400.0, gt=0, description="seconds a job waits for its batch; then it stops and a rerun polls the same batch"
+    )
+    max_passes: int = Field(
+        6, ge=1, le=100, description="batches per job at most (jobs whose later requests depend on earlier answers need several)"
+    )
+    discount: float = Field(
+        0.5, gt=0, le=1, description="batch price as a fraction of the direct price, where the price map has no batch price"
+    )
+
+
 class GatewaySettings(Strict):
     retries: int = Field(5, ge=0, le=50, description="how many times a transport error (timeout, 429, 5xx) is retried")
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
@@ -126,6 +144,10 @@ class GatewaySettings(Strict):
     prices: dict[str, Price] = Field(
         default_factory=dict,
         description="per litellm model string: {input_usd_per_mtok, output_usd_per_mtok}, for models litellm cannot price (overrides litellm)",
+    )
+    batch: BatchSettings = Field(
+        default_factory=BatchSettings,
+        description="the provider batch API for jobs where nothing waits: enabled, poll_s, max_wait_s, max_passes, discount",
     )
     faults: FaultSettings = Field(
         default_factory=FaultSettings,

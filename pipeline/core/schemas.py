@@ -52,6 +52,8 @@ class CallsSchema(StrictTable):
         nullable=True,
         isin=["timeout", "rate_limit", "server", "empty", "malformed", "overlong"],
     )
+    # true: answered through the provider's batch API (pipeline.core.batch); null: sent directly
+    batch: Optional[bool] = pa.Field(nullable=True)
 
 
 CALLS_DTYPES: dict[str, Any] = {
@@ -67,11 +69,12 @@ CALLS_DTYPES: dict[str, Any] = {
     "cache_hit": pl.Boolean,
     "error_kind": pl.Utf8,
     "fault": pl.Utf8,
+    "batch": pl.Boolean,
 }
 
 
 def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame([{"fault": None, **row} for row in rows], schema=CALLS_DTYPES, orient="row")
+    return pl.DataFrame([{"fault": None, "batch": None, **row} for row in rows], schema=CALLS_DTYPES, orient="row")
 
 
 class RosterCheckSchema(StrictTable):

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.batch import run_job
 from pipeline.core.io import seed_from, write_json_atomic
 from pipeline.core.llm import BudgetExceeded, Gateway, GatewayError
 from pipeline.core.players import MoveRequest, is_generic_bot, make_player
@@ -67,7 +68,8 @@ async def check_roster(models: ModelsParams, gateway: Gateway) -> pl.DataFrame:
 def run_roster_check(models: ModelsParams, out_dir: str | Path, gateway: Gateway) -> pl.DataFrame:
     """Write check.parquet, calls.parquet and metrics.json under `out_dir`."""
     out = Path(out_dir)
-    table = write_table(out / "check.parquet", asyncio.run(check_roster(models, gateway)), RosterCheckSchema, sort_by=["name"])
+    checked = run_job(lambda gw: check_roster(models, gw), gateway)  # batch API when gateway.batch.enabled
+    table = write_table(out / "check.parquet", checked, RosterCheckSchema, sort_by=["name"])
     gateway.write_calls(out / "calls.parquet")
     metrics = {
         row["name"]: {

@@ -59,13 +59,15 @@ def _cmd_round(args: argparse.Namespace) -> int:
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
+    from pipeline.core.batch import run_job
     from pipeline.core.llm import Gateway
     from pipeline.skate.engine import run_answer, write_answer
 
     params, models, schedule = _load(args)
     job = schedule.find_answer(args.job_id)
     gateway = Gateway(models, job=f"skate/answer/{job.job_id}")
-    samples, summary = asyncio.run(run_answer(params, models, job, args.out, gateway))
+    # gateway.batch.enabled: through the provider's batch API (pipeline.core.batch)
+    samples, summary = run_job(lambda gw: run_answer(params, models, job, args.out, gw), gateway)
     write_answer(args.out, job, samples, summary, gateway)
     for row in summary.iter_rows(named=True):
         print(f"round {job.round} {job.answerer} on {row['question_id']} ({row['setter']}): "

@@ -1,0 +1,69 @@
+"""Making the plan, saving it, guarding a run with it, and comparing it with the spend after."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.io import write_json_atomic
+from pipeline.core.plan import (
+    Plan,
+    PlannedJob,
+    compare,
+    dry_run,
+    jobs_of_dag,
+    load_plan_json,
+    make_plan,
+    render_compare,
+    render_plan,
+    save_plan,
+    what_to_cut,
+)
+from pipeline.core.roster import load_models
+from pipeline.plan.estimators import PlanContext, estimate_jobs
+
+DEFAULT_OUT = "results/plan"
+MODELS = "params/models.yaml"
+
+
+class PlanOverBudget(RuntimeError):
+    """The plan of a run costs more than the budget has left: nothing was started."""
+
+
+def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str | Path = ".", models_path: str = MODELS) -> Plan:
+    models = load_models(Path(root) / models_path)
+    context = PlanContext(Path(root), models, models_path)
+    return make_plan(targets, estimate_jobs(jobs, context), models, root=root)
+
+
+def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path: str = MODELS) -> Plan:
+    return plan_jobs(dry_run(targets, root=root), targets, root=root, models_path=models_path)
+
+
+def before_run(workflow: Any, out: str = DEFAULT_OUT) -> None:
+    """Snakemake's onstart: plan the jobs this run will do; stop before any call when over budget."""
+    targets = sorted(workflow.dag_settings.targets or [])
+    try:
+        plan = plan_jobs(jobs_of_dag(workflow.dag), targets)
+    except Exception as exc:  # noqa: BLE001 - no plan is no reason to stop: the gateway's guard stands
+        print(f"run plan: not made ({type(exc).__name__}: {exc}); the spend ledger's guard still applies", file=sys.stderr)
+        return
+    save_plan(plan, out)
+    print(render_plan(plan), file=sys.stderr)
+    if plan.exceeds_budget():
+        raise PlanOverBudget(what_to_cut(plan))
+
+
+def after_run(out: str = DEFAULT_OUT) -> str | None:
+    """Snakemake's onsuccess: the plan against what the run spent (calls, tokens, cost)."""
+    try:
+        saved = load_plan_json(out)
+    except Exception:  # noqa: BLE001 - a run without a plan has nothing to compare
+        return None
+    table = compare(saved)
+    write_json_atomic(Path(out) / "compare.json", {"plan_created": saved["created"], "rows": table.to_dicts()})
+    text = render_compare(table)
+    print(f"run plan against spend:\n{text}", file=sys.stderr)
+    return text

@@ -1,0 +1,156 @@
+"""SKATE's requests per job, from its schedule and its own job code (pipeline.skate).
+
+- generate: a setter makes 1 to `attempts` calls (one per try). Expected: its mean tries per
+  round in earlier runs, else `attempts` (the most). The first try's prompt is known once the
+  job's inputs exist, so its cache hit is counted exactly; later tries depend on why the last
+  one failed, so they are counted as paid.
+- answer: per question, `exact_option_sets` calls in exact mode; in adaptive mode the
+  answerer's mean samples per question in earlier runs, else `max_samples` (the most). Once the
+  round's questions exist, the job's own code runs through the probe gateway, so every
+  request's cache hit is counted with its real key; before that a round has one question per
+  player that entered one in earlier rounds (its entry rate), else one per player (the most).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.plan import NO_MODEL, CallEstimate, PlannedJob
+from pipeline.core.probe import ProbeGateway, prompt_tokens
+from pipeline.plan.estimators import PlanContext
+
+PARAMS = "params/skate.yaml"
+OUT = "results/skate"
+# a typical question's program length (characters) for prompts not yet written
+TYPICAL_PROGRAM_CHARS = 400
+
+
+class _NoSandbox:
+    """The plan never runs a program: its placeholder replies hold none."""
+
+    isolation = "none (plan)"
+
+    def run_many(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the run plan must not run programs")
+
+
+def _loaded(context: PlanContext) -> tuple[Any, Any]:
+    if "skate" not in context.loaded:
+        from pipeline.skate.config import load_skate
+        from pipeline.skate.schedule import build_schedule
+
+        params = load_skate(context.path(PARAMS))
+        context.loaded["skate"] = (params, build_schedule(params, context.models, source=PARAMS))
+    return context.loaded["skate"]
+
+
+def _history(context: PlanContext) -> dict[str, pl.DataFrame]:
+    """Earlier runs' generate records and p(correct) tables (for tries and samples per model)."""
+    if "skate-history" not in context.loaded:
+        from pipeline.skate.rounds import read_json
+
+        out = context.path(OUT)
+        tries = [
+            {"setter": r["setter"], "tries": len(r["attempts"]), "entered": r["question"] is not None}
+            for r in (read_json(p) for p in sorted(out.glob("generate/*.json")) if not p.name.endswith(".calls.json"))
+        ]
+        frames = [pl.read_parquet(p, columns=["answerer", "mode", "samples"]) for p in sorted(out.glob("answers/*.pcorrect.parquet"))]
+        context.loaded["skate-history"] = {
+            "tries": pl.DataFrame(tries, schema={"setter": pl.Utf8, "tries": pl.Int64, "entered": pl.Boolean}),
+            "samples": pl.concat(frames) if frames else pl.DataFrame(schema={"answerer": pl.Utf8, "mode": pl.Utf8, "samples": pl.Int64}),
+        }
+    return context.loaded["skate-history"]
+
+
+def _mean(frame: pl.DataFrame, column: str, value: str, of: str) -> float | None:
+    rows = frame.filter(pl.col(column) == value)
+    return float(rows[of].mean()) if rows.height else None
+
+
+def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    from pipeline.skate.engine import run_generate
+    from pipeline.skate.prompts import render_context, render_failures, setter_messages
+    from pipeline.skate.schedule import generate_inputs
+
+    params, schedule = _loaded(context)
+    gen = schedule.find_generate(job.wildcards["gen_id"])
+    entry = context.models.entry(gen.setter)
+    if entry.is_bot:
+        return [CallEstimate(gen.setter, "skate/generate", 0, 0, 0, 0)]
+    measured = _mean(_history(context)["tries"], "setter", gen.setter, "tries")
+    calls = max(1, round(measured)) if measured is not None else params.attempts
+    note = "" if measured is not None else f"{gen.setter}: up to {params.attempts} tries per round"
+    cap = params.generation.max_tokens or entry.sampling.max_tokens
+    out = context.path(OUT)
+    cached, prompt = 0, prompt_tokens(setter_messages(
+        round_number=gen.round, context=render_context([], gen.setter, params.strategy),
+        failures=render_failures([], params.attempts),
+    ))
+    if all(Path(context.root, f).exists() for f in generate_inputs(schedule, gen, OUT)):
+        probe = ProbeGateway(context.models, root=str(context.root), answer_from_cache=False)
+        with contextlib.redirect_stderr(io.StringIO()):  # its notes on placeholder tries are noise here
+            asyncio.run(run_generate(params, context.models, schedule, gen, out, probe, _NoSandbox()))  # type: ignore[arg-type]
+        first = probe.requests[0]
+        cached, prompt = int(first.cached), first.prompt_tokens
+    paid = calls - cached
+    return [CallEstimate(gen.setter, "skate/generate", calls, cached, paid * prompt, paid * cap, note)]
+
+
+def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    from pipeline.skate.engine import run_answer
+    from pipeline.skate.prompts import answer_messages
+    from pipeline.skate.schedule import round_path
+
+    params, schedule = _loaded(context)
+    answer = schedule.find_answer(job.wildcards["answer_id"])
+    entry = context.models.entry(answer.answerer)
+    if entry.is_bot:
+        return [CallEstimate(answer.answerer, "skate/answer", 0, 0, 0, 0)]
+    settings = params.answering
+    note = ""
+    if answer.mode == "exact":
+        per_question = settings.exact_option_sets
+    else:
+        measured = _mean(_history(context)["samples"].filter(pl.col("mode") == "adaptive"), "answerer", answer.answerer, "samples")
+        per_question = max(settings.min_samples, round(measured)) if measured is not None else settings.max_samples
+        note = "" if measured is not None else f"{answer.answerer}: adaptive, at most {settings.max_samples} samples per question"
+    if context.path(f"{OUT}/rounds").joinpath(round_path("", answer.round_id).name).exists():
+        fixed = settings.model_copy(update={"min_samples": per_question, "max_samples": per_question})
+        probe = ProbeGateway(context.models, root=str(context.root))
+        asyncio.run(run_answer(params.model_copy(update={"answering": fixed}), context.models, answer, context.path(OUT), probe))
+        paid = [r for r in probe.requests if not r.cached]
+        return [CallEstimate(
+            answer.answerer, "skate/answer", len(probe.requests), len(probe.requests) - len(paid),
+            sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), note, batchable=True,
+        )]
+    # a round's questions: each setter's share of rounds it entered a question in earlier runs, else 1
+    tries = _history(context)["tries"].with_columns(pl.col("entered").cast(pl.Float64))
+    shares = [_mean(tries, "setter", setter, "entered") for setter in params.players]
+    questions = sum(1.0 if share is None else share for share in shares)
+    calls = round(questions * per_question)
+    program = "x = 1\n" * (TYPICAL_PROGRAM_CHARS // 6)
+    prompt = prompt_tokens(answer_messages(program, ("1", "2", "3", "4"), settings.few_shot))
+    cap = 1 if answer.mode == "exact" else settings.max_tokens
+    return [CallEstimate(answer.answerer, "skate/answer", calls, 0, calls * prompt, calls * cap,
+                         "; ".join(filter(None, [note, "questions not set yet: " + (
+                             "one per player assumed" if None in shares else "setters' earlier entry rates")])),
+                         batchable=True)]
+
+
+def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    return [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
+
+
+ESTIMATORS = {
+    "skate_generate": estimate_generate,
+    "skate_answer": estimate_answer,
+    "skate_round": no_calls,
+    "skate_rate": no_calls,
+    "skate_report": no_calls,
+}
