@@ -79,7 +79,7 @@ def test_a_rerun_polls_the_submitted_batch_instead_of_paying_twice(tmp_path: Pat
     assert json.loads(states[0].read_text())["status"] == "stored"
 
 
-@pytest.mark.parametrize("mode", ["adaptive", "exact"])
+@pytest.mark.parametrize("mode", ["sampled", "exact"])
 def test_skate_answering_through_batches_matches_the_direct_path(mode: str, tmp_path: Path) -> None:
     import asyncio
 

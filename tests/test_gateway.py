@@ -205,7 +205,7 @@ def test_calls_table_is_validated(tmp_path: Path, fake_provider) -> None:
     table = read_table(path, CallsSchema)
     assert table.columns == [
         "job", "roster_name", "model", "request_id", "attempt", "tokens_in", "tokens_out",
-        "cost_usd", "latency_s", "cache_hit", "error_kind", "fault",
+        "cost_usd", "latency_s", "cache_hit", "error_kind", "fault", "batch",
     ]
     broken = table.with_columns(pl.lit(-1).alias("tokens_in"))
     broken.write_parquet(path)
