@@ -89,7 +89,7 @@ def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimat
     cap = params.generation.max_tokens or entry.sampling.max_tokens
     out = context.path(OUT)
     cached, prompt = 0, prompt_tokens(setter_messages(
-        round_number=gen.round, context=render_context([], gen.setter, params.strategy),
+        round_number=gen.round, rounds=params.rounds, context=render_context([], gen.setter, params.strategy),
         failures=render_failures([], params.attempts),
     ))
     if all(Path(context.root, f).exists() for f in generate_inputs(schedule, gen, OUT)):
@@ -117,7 +117,7 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
     if answer.mode == "exact":
         per_question = settings.exact_option_sets
     else:
-        measured = _mean(_history(context)["samples"].filter(pl.col("mode") == "adaptive"), "answerer", answer.answerer, "samples")
+        measured = _mean(_history(context)["samples"].filter(pl.col("mode") == "sampled"), "answerer", answer.answerer, "samples")
         per_question = max(settings.min_samples, round(measured)) if measured is not None else settings.max_samples
         note = "" if measured is not None else f"{answer.answerer}: adaptive, at most {settings.max_samples} samples per question"
     if context.path(f"{OUT}/rounds").joinpath(round_path("", answer.round_id).name).exists():
@@ -147,10 +147,19 @@ def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     return [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
 
 
+def not_estimated(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    """A whole strategy game in one job: its calls are the main game's again under another
+    context strategy (mostly new prompts); shown as unknown, never a made-up count."""
+    return [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0, f"{job.rule}: calls not estimated yet")]
+
+
 ESTIMATORS = {
     "skate_generate": estimate_generate,
     "skate_answer": estimate_answer,
     "skate_round": no_calls,
     "skate_rate": no_calls,
     "skate_report": no_calls,
+    "skate_analyses": no_calls,
+    "skate_strategies": no_calls,
+    "skate_strategy_game": not_estimated,
 }
