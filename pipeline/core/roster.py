@@ -83,8 +83,15 @@ class RosterEntry(Strict):
 
 
 class ProviderLimits(Strict):
-    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once")
-    rpm: float = Field(0, ge=0, description="requests per minute; 0 means unlimited")
+    """A provider's limits. They hold across every job process on the machine (a shared store,
+    pipeline.core.ratelimit), except for `local`, whose model lives in each process."""
+
+    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once, over all jobs on the machine")
+    rpm: float = Field(0, ge=0, description="requests per minute over all jobs on the machine; 0 means unlimited")
+    tpm: float = Field(0, ge=0, description="tokens (prompt + reply) per minute over all jobs on the machine; 0 means unlimited")
+    adaptive: bool = Field(
+        True, description="true or false: halve the requests in flight on a burst of 429s and grow back by one per window of answers"
+    )
 
 
 class Price(Strict):
@@ -93,7 +100,7 @@ class Price(Strict):
 
 
 class GatewaySettings(Strict):
-    retries: int = Field(5, ge=0, le=50, description="how many times a transport error (timeout, 429, 5xx) is retried")
+    retries: int = Field(5, ge=0, le=50, description="how many times a timeout, 5xx or connection error is retried (429s follow rate_limit_patience_s)")
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
     backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
     timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
@@ -107,6 +114,15 @@ class GatewaySettings(Strict):
     prices: dict[str, Price] = Field(
         default_factory=dict,
         description="per litellm model string: {input_usd_per_mtok, output_usd_per_mtok}, for models litellm cannot price (overrides litellm)",
+    )
+    rate_limit_patience_s: float = Field(
+        600.0, gt=0, description="seconds: a 429 is retried (after Retry-After or backoff) until the provider has answered no request for this long"
+    )
+    limit_store: str | None = Field(
+        None, description="path of the SQLite file holding the provider limits shared by all jobs of the machine (default: provider-limits.sqlite beside cache_dir); keep it on a local disk"
+    )
+    limit_share: int = Field(
+        1, ge=1, description="a positive integer: how many machines share the providers' limits at once (a cluster: the `api_jobs` resource of the profile); each enforces 1/limit_share of every limit"
     )
     faults: FaultSettings = Field(
         default_factory=FaultSettings,
