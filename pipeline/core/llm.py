@@ -31,6 +31,7 @@ import polars as pl
 from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
 from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
+from pipeline.core.progress import count_call
 from pipeline.core.ratelimit import STORE_NAME, WINDOW_S, Admission, EffectiveLimits, Ticket, estimate_tokens, shared_limiter
 from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
@@ -543,6 +544,7 @@ class Gateway:
         kind: str | None,
         fault: str | None = None,
     ) -> None:
+        count_call(cache_hit=c.cache_hit, cost_usd=c.cost_usd)  # the stage's progress display
         self.log.add(
             CallRecord(
                 job=self.log.job,

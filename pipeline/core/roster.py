@@ -135,6 +135,17 @@ class CheckSettings(Strict):
     max_tokens: int = Field(8, ge=1, description="reply length cap of the roster check")
 
 
+class ParallelSettings(Strict):
+    """How much runs at once: the one place to set it (dvc.yaml and the rules read it from here)."""
+
+    jobs: int | None = Field(
+        None, ge=1, description="a positive integer, or null for the machine's CPU count: Snakemake jobs at once under `python -m pipeline run`"
+    )
+    games_per_job: int = Field(
+        64, ge=1, le=10000, description="a positive integer: API games one job plays concurrently on one event loop (games with the embedded model keep one job per game)"
+    )
+
+
 class ModelsParams(Strict):
     roster: list[RosterEntry] = Field(min_length=1, description="a list of roster entries (name + model or bot)")
     providers: dict[str, ProviderLimits] = Field(
@@ -142,6 +153,9 @@ class ModelsParams(Strict):
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="retries, backoff, timeout, cache_dir")
     check: CheckSettings = Field(default_factory=CheckSettings, description="the roster stage's question")
+    parallel: ParallelSettings = Field(
+        default_factory=ParallelSettings, description="jobs at once and API games per job"
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> ModelsParams:

@@ -412,11 +412,17 @@ class GameOutput:
 def run_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
              progress: Callable[[str], None] | None = None) -> GameOutput:
     """Play one game; write `game_<id>.jsonl` and `calls.parquet` under `out_dir`."""
+    return asyncio.run(play_game(spec, models, out_dir, root=root, progress=progress))
+
+
+async def play_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
+                    progress: Callable[[str], None] | None = None) -> GameOutput:
+    """run_game on the running event loop (a shard job plays many games on one loop)."""
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     game = EliminationGame(spec, players, progress)
-    log_records = asyncio.run(game.play())
+    log_records = await game.play()
     for stale in [*out.glob(f"game_{spec.game_id}_*.jsonl"), out / records.log_file_name(spec.game_id)]:
         stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
     log_path = records.write_log(out / records.log_file_name(spec.game_id), log_records)
