@@ -72,9 +72,11 @@ def test_rpm_holds_across_job_processes(tmp_path: Path) -> None:
         run_jobs(server.url, tmp_path / "cache", [(8, "a", limits), (8, "b", limits)])
     assert server.stats.accepted == 16 and server.stats.rejected == 0
     times = sorted(t for t, _ in server.stats.arrivals)
-    # per-process limits would let both jobs start one every 0.25 s: about 8 starts a second
-    assert server.max_in_any_window(1.0) <= 5
-    assert times[-1] - times[0] >= 15 * 0.25 - 0.1
+    # shared: 9 starts in 2 s (a few more with arrival jitter); per-process limits would let both
+    # jobs start one every 0.25 s: all 16 within 2 s
+    assert server.max_in_any_window(2.0) <= 11
+    # 16 starts 0.25 s apart span 3.75 s (per-process limits: 1.75 s); arrivals jitter a little
+    assert times[-1] - times[0] >= 3.0
 
 
 def test_concurrency_holds_across_job_processes(tmp_path: Path) -> None:
@@ -141,11 +143,12 @@ def test_limit_share_splits_the_limit_between_machines(tmp_path: Path) -> None:
     """Two nodes (two stores, as on a cluster) with limit_share 2 together keep rpm 240."""
     with LoopbackServer(latency_s=0.05, max_requests=40, max_seconds=60) as server:
         jobs = [
-            (5, node, {"providers": {"openai": {"rpm": 240}},
+            (8, node, {"providers": {"openai": {"rpm": 240}},
                        "gateway": {"limit_share": 2, "limit_store": str(tmp_path / node / "limits.sqlite")}})
             for node in ("node1", "node2")
         ]
         run_jobs(server.url, tmp_path / "cache", jobs)
-    assert server.stats.accepted == 10
-    # each node starts one request per 0.5 s: two nodes, at most about 4 + 1 in any second
-    assert server.max_in_any_window(1.0) <= 5
+    assert server.stats.accepted == 16
+    # each node starts one request per 0.5 s: together about 9 in any 2 s (a few more with jitter);
+    # each node at the full limit would send all 16 within 2 s
+    assert server.max_in_any_window(2.0) <= 11

@@ -94,7 +94,7 @@ def write_models(root: Path, roster: list[dict[str, Any]], gateway: dict[str, An
         "roster": roster,
         "providers": {"default": {"max_concurrency": 4}, "local": {"max_concurrency": 1}},
         "gateway": settings,
-        "parallel": parallel or {"games_per_job": 1},
+        "parallel": parallel or {"games_per_job": 0},
     })
 
 

@@ -93,7 +93,7 @@ def test_a_killed_shard_run_resumes_with_the_same_command(tmp_path: Path) -> Non
     # the same games, the same tables
     single = tmp_path / "single"
     make_project(single, roster=api_roster(server.url), whoisspy=WHOISSPY, elimination=ELIMINATION,
-                 gateway={"rate_limit_patience_s": 60}, parallel={"games_per_job": 1})
+                 gateway={"rate_limit_patience_s": 60}, parallel={"games_per_job": 0})
     shutil.copytree(project / ".cache", single / ".cache")
     assert planned_jobs(single, "whoisspy_all")["whoisspy_game"] == 4
     snakemake(single, "--cores", "2", "whoisspy_all", "elimination_all")

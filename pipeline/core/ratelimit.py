@@ -8,8 +8,8 @@ to move it) that every gateway on the machine opens. Each admission is one short
 IMMEDIATE` transaction, which SQLite serialises across processes with a file lock:
 
 - `starts`: the start time and token estimate of every request of the last minute, per provider
-  (the rpm and tpm windows). Starts are also spaced 60/rpm seconds apart, so a provider that
-  counts in a sliding minute never sees a burst.
+  (the rpm and tpm windows; rpm counts over 61 s, see RPM_HEADROOM_S). Starts are also spaced
+  60/rpm seconds apart, so a provider that counts in a sliding minute never sees a burst.
 - `leases`: one row per request in flight (host, pid). A process killed mid-request leaves its
   rows behind; they are dropped when their pid is gone (same host) or after the request timeout.
 - `providers`: the adaptive concurrency (halved on a burst of 429s, grown by one per window of
@@ -41,6 +41,9 @@ from pathlib import Path
 from pipeline.core.roster import ProviderLimits
 
 WINDOW_S = 60.0
+# rpm counts starts over 61 s: a request that leaves a little late (a busy CPU) must not land as
+# the provider's 61st of a minute; it costs under 2% of the limit
+RPM_HEADROOM_S = 1.0
 STORE_NAME = "provider-limits.sqlite"
 _POLL_S = 0.02  # seconds between polls while only the concurrency limit holds a request back
 _HOST = socket.gethostname()
@@ -124,7 +127,8 @@ class LimitStore:
             concurrency, next_start, paused_until = row
             if paused_until > now:
                 return None, paused_until - now
-            db.execute("DELETE FROM starts WHERE provider = ? AND t < ?", (provider, now - WINDOW_S))
+            rpm_window = WINDOW_S + RPM_HEADROOM_S
+            db.execute("DELETE FROM starts WHERE provider = ? AND t < ?", (provider, now - rpm_window))
             if limits.rpm:
                 if next_start > now:
                     return None, next_start - now
@@ -132,10 +136,11 @@ class LimitStore:
                     "SELECT COUNT(*), MIN(t) FROM starts WHERE provider = ?", (provider,)
                 ).fetchone()
                 if count >= limits.rpm:
-                    return None, max(_POLL_S, oldest + WINDOW_S - now)
+                    return None, max(_POLL_S, oldest + rpm_window - now)
             if limits.tpm:
                 used, oldest = db.execute(
-                    "SELECT COALESCE(SUM(tokens), 0), MIN(t) FROM starts WHERE provider = ?", (provider,)
+                    "SELECT COALESCE(SUM(tokens), 0), MIN(t) FROM starts WHERE provider = ? AND t >= ?",
+                    (provider, now - WINDOW_S),
                 ).fetchone()
                 # a request larger than the whole budget still runs, alone in its window
                 if used and used + tokens > limits.tpm:

@@ -142,7 +142,7 @@ class ParallelSettings(Strict):
         None, ge=1, description="a positive integer, or null for the machine's CPU count: Snakemake jobs at once under `python -m pipeline run`"
     )
     games_per_job: int = Field(
-        64, ge=1, le=10000, description="a positive integer: API games one job plays concurrently on one event loop (games with the embedded model keep one job per game)"
+        64, ge=0, le=10000, description="an integer >= 0: API games one job plays concurrently on one event loop (0: no shards, every game its own job and Snakemake output; games with the embedded model always keep one job per game)"
     )
 
 

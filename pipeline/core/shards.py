@@ -166,7 +166,7 @@ def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | P
         api = {g for g, seats in seats_by_game.items() if plays_api(seats, models)}
     except (ParamsError, KeyError):
         return list(seats_by_game), {}
-    if models.parallel.games_per_job == 1:  # one job per game: each game is a Snakemake output
+    if models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
         return list(seats_by_game), {}
     solo = [g for g in seats_by_game if g not in api]
     return solo, plan_shards(api, models.parallel.games_per_job)
