@@ -266,6 +266,11 @@ def _cost(response: Any, entry: RosterEntry, settings: GatewaySettings | None = 
     if price is not None:
         tokens_in, tokens_out = _usage(response)
         return (tokens_in * price.input_usd_per_mtok + tokens_out * price.output_usd_per_mtok) / 1e6
+    # litellm prices every answer once already: pricing it again costs ms of CPU per call
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if "response_cost" in hidden:
+        priced = hidden["response_cost"]
+        return float(priced) if isinstance(priced, (int, float)) else None
     try:
         return float(_litellm().completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
@@ -485,12 +490,12 @@ class Gateway:
             "latency_s": latency,
             "fault": fault,
         }
-        self.cache.put(key, stored)
-        # after the cache: a kill between the two loses a ledger line, never a paid answer
-        self.ledger.append({
+        spent = {
             "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
             "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
-        })
+        }
+        # on a worker thread: both writes fsync, which would stall every other game on this loop
+        await asyncio.to_thread(self._persist, key, stored, spent)
         completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
         self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
         return completion
@@ -522,6 +527,11 @@ class Gateway:
             last = await shared_limiter(self.limit_store).last_answer(entry.provider)
         quiet_since = max(last, first_refusal or 0.0)
         return time.time() - quiet_since > self.settings.rate_limit_patience_s
+
+    def _persist(self, key: str, stored: dict[str, Any], spent: dict[str, Any]) -> None:
+        self.cache.put(key, stored)
+        # after the cache: a kill between the two loses a ledger line, never a paid answer
+        self.ledger.append(spent)
 
     def _check_budget(self) -> None:
         budget = self.settings.budget_usd
