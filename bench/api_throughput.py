@@ -48,13 +48,24 @@ SEAT = re.compile(r"\bP([1-9])\b")
 KEY_ENV = {"OPENAI_API_KEY": "sk-loopback-bench"}
 
 
+ADJECTIVES = ("small", "bright", "quiet", "common", "useful", "soft", "old", "round", "heavy", "cheap", "warm", "plain")
+PLACES = ("at home", "in shops", "outdoors", "at school", "in kitchens", "on trips", "at work", "in towns")
+
+
 def seat_reply(messages: list[dict[str, Any]]) -> str:
-    """A player that names a seat mentioned in the prompt (chosen by the prompt's hash) and says a
-    few words: valid votes most of the time, the game's own rules handle the rest."""
+    """A player that answers every prompt sensibly enough for the games to go on: a vote names one
+    of the seats the prompt offers, anything else is a short description that rarely repeats
+    (both chosen by the prompt's hash, so the same prompt gets the same answer)."""
     text = str(messages[-1].get("content") or "") if messages else ""
-    seats = sorted(set(SEAT.findall(text))) or ["2"]
-    pick = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
-    return f"P{seats[pick % len(seats)]} because they seem quiet and careful"
+    pick = int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
+    offered = re.search(r"vote for one of: ([^.\n]*)", text)
+    seats = SEAT.findall(offered.group(1) if offered else text)
+    if offered or "vote" in text.lower()[-400:]:
+        return f"P{sorted(set(seats))[pick % len(set(seats))]}" if seats else "abstain"
+    a, b = ADJECTIVES[pick % 12], ADJECTIVES[(pick // 12) % 12]
+    where = PLACES[(pick // 144) % 8]
+    seat = f"P{sorted(set(seats))[pick % len(set(seats))]}" if seats else "P2"
+    return f"It is {a} and {b}, seen {where}; {seat} seems careful."
 
 
 # -- projects ------------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ then rerun with the same command (no --unlock), compared with one job per game."
 
 from __future__ import annotations
 
+import os
+import pty
+import re
 import shutil
 import subprocess
 import sys
@@ -80,6 +83,7 @@ def test_a_killed_shard_run_resumes_with_the_same_command(tmp_path: Path) -> Non
         again = run(project, "whoisspy_all", "elimination_all")
         assert again.returncode == 0, again.stderr[-4000:]
         assert "removing the lock of an earlier run" in again.stderr
+        assert "| calls" not in again.stderr  # not a terminal: no progress lines in the log
 
     after = mtimes(games)
     assert all(after[name] == stamps[name] for name in done_before)  # finished games were not replayed
@@ -120,3 +124,35 @@ def test_a_live_run_is_refused(tmp_path: Path) -> None:
             assert "another run is working" in refused.stderr and str(live.pid) in refused.stderr
         finally:
             kill_when(live, lambda: True)
+
+
+def run_in_terminal(command: list[str], cwd: Path) -> str:
+    """Run `command` with a pseudo-terminal as its stdout and stderr; return what it printed."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(command, cwd=cwd, env=env(), stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            data = os.read(controller, 65536)
+        except OSError:  # the terminal closed: the process ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    process.wait(timeout=300)
+    os.close(controller)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_a_terminal_shows_the_stage_progress(tmp_path: Path) -> None:
+    with LoopbackServer(latency_s=0.05, reply=lambda messages: "P2", max_requests=2000, max_seconds=240) as server:
+        project = make_project(tmp_path / "p", roster=api_roster(server.url), whoisspy=WHOISSPY,
+                               elimination=ELIMINATION, parallel=SHARDS)
+        printed = run_in_terminal([sys.executable, "-m", "pipeline", "run", "whoisspy_all"], project)
+    final = re.findall(r"\[whoisspy_all\] games (\d+)/(\d+) \| calls (\d+) \(cache hits (\d+)\) \| cost \$[0-9.]+ "
+                       r"\| elapsed \d+m\d+s \| left", printed)
+    assert final, printed[-3000:]
+    done, total, calls, hits = map(int, final[-1])
+    assert done == total == 4
+    assert calls == server.stats.accepted and hits == 0

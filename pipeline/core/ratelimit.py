@@ -32,13 +32,16 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.core.roster import ProviderLimits
+
+T = TypeVar("T")
 
 WINDOW_S = 60.0
 # rpm counts starts over 61 s: a request that leaves a little late (a busy CPU) must not land as
@@ -117,50 +120,60 @@ class LimitStore:
         self._db.executescript(_SCHEMA)
 
     # -- one transaction each ----------------------------------------------------------
+    def _transaction(self, work: Callable[[], T]) -> T:
+        """`work` inside one BEGIN IMMEDIATE transaction (the file lock that serialises processes)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            result = work()
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        return result
+
     def try_start(self, provider: str, limits: EffectiveLimits, tokens: int) -> tuple[Ticket | None, float]:
         """Grant a start now, or say how long to wait before asking again."""
+        return self._transaction(lambda: self._try_start(provider, limits, tokens))
+
+    def _try_start(self, provider: str, limits: EffectiveLimits, tokens: int) -> tuple[Ticket | None, float]:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            now = time.time()
-            row = self._provider_row(provider, limits, now)
-            concurrency, next_start, paused_until = row
-            if paused_until > now:
-                return None, paused_until - now
-            rpm_window = WINDOW_S + RPM_HEADROOM_S
-            db.execute("DELETE FROM starts WHERE provider = ? AND t < ?", (provider, now - rpm_window))
-            if limits.rpm:
-                if next_start > now:
-                    return None, next_start - now
-                count, oldest = db.execute(
-                    "SELECT COUNT(*), MIN(t) FROM starts WHERE provider = ?", (provider,)
-                ).fetchone()
-                if count >= limits.rpm:
-                    return None, max(_POLL_S, oldest + rpm_window - now)
-            if limits.tpm:
-                used, oldest = db.execute(
-                    "SELECT COALESCE(SUM(tokens), 0), MIN(t) FROM starts WHERE provider = ? AND t >= ?",
-                    (provider, now - WINDOW_S),
-                ).fetchone()
-                # a request larger than the whole budget still runs, alone in its window
-                if used and used + tokens > limits.tpm:
-                    return None, max(_POLL_S, oldest + WINDOW_S - now)
-            if self._in_flight(provider, limits, now) >= int(concurrency):
-                return None, _POLL_S
-            start_id = db.execute(
-                "INSERT INTO starts (provider, t, tokens) VALUES (?, ?, ?)", (provider, now, tokens)
-            ).lastrowid
-            lease_id = db.execute(
-                "INSERT INTO leases (provider, host, pid, t) VALUES (?, ?, ?, ?)", (provider, _HOST, os.getpid(), now)
-            ).lastrowid
-            if limits.rpm:
-                db.execute(
-                    "UPDATE providers SET next_start = ? WHERE name = ?",
-                    (max(now, next_start) + WINDOW_S / limits.rpm, provider),
-                )
-            return Ticket(provider, int(lease_id or 0), int(start_id or 0)), 0.0
-        finally:
-            db.execute("COMMIT")
+        now = time.time()
+        row = self._provider_row(provider, limits, now)
+        concurrency, next_start, paused_until = row
+        if paused_until > now:
+            return None, paused_until - now
+        rpm_window = WINDOW_S + RPM_HEADROOM_S
+        db.execute("DELETE FROM starts WHERE provider = ? AND t < ?", (provider, now - rpm_window))
+        if limits.rpm:
+            if next_start > now:
+                return None, next_start - now
+            count, oldest = db.execute(
+                "SELECT COUNT(*), MIN(t) FROM starts WHERE provider = ?", (provider,)
+            ).fetchone()
+            if count >= limits.rpm:
+                return None, max(_POLL_S, oldest + rpm_window - now)
+        if limits.tpm:
+            used, oldest = db.execute(
+                "SELECT COALESCE(SUM(tokens), 0), MIN(t) FROM starts WHERE provider = ? AND t >= ?",
+                (provider, now - WINDOW_S),
+            ).fetchone()
+            # a request larger than the whole budget still runs, alone in its window
+            if used and used + tokens > limits.tpm:
+                return None, max(_POLL_S, oldest + WINDOW_S - now)
+        if self._in_flight(provider, limits, now) >= int(concurrency):
+            return None, _POLL_S
+        start_id = db.execute(
+            "INSERT INTO starts (provider, t, tokens) VALUES (?, ?, ?)", (provider, now, tokens)
+        ).lastrowid
+        lease_id = db.execute(
+            "INSERT INTO leases (provider, host, pid, t) VALUES (?, ?, ?, ?)", (provider, _HOST, os.getpid(), now)
+        ).lastrowid
+        if limits.rpm:
+            db.execute(
+                "UPDATE providers SET next_start = ? WHERE name = ?",
+                (max(now, next_start) + WINDOW_S / limits.rpm, provider),
+            )
+        return Ticket(provider, int(lease_id or 0), int(start_id or 0)), 0.0
 
     def finish(
         self,
@@ -172,36 +185,36 @@ class LimitStore:
         retry_after_s: float | None = None,
     ) -> None:
         """Free the lease; record an answer (`ok`), a 429 (`rate_limit`) or another failure."""
+        self._transaction(lambda: self._finish(ticket, limits, outcome, tokens, retry_after_s))
+
+    def _finish(self, ticket: Ticket, limits: EffectiveLimits, outcome: str, tokens: int | None,
+                retry_after_s: float | None) -> None:
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            now = time.time()
-            db.execute("DELETE FROM leases WHERE id = ?", (ticket.lease_id,))
-            if tokens is not None:
-                db.execute("UPDATE starts SET tokens = ? WHERE id = ?", (int(tokens), ticket.start_id))
-            if outcome == "ok":
-                # additive increase: +1 after about one window's worth of answers at this level
-                grow = "MIN(?, concurrency + 1.0 / concurrency)" if limits.adaptive else "?"
+        now = time.time()
+        db.execute("DELETE FROM leases WHERE id = ?", (ticket.lease_id,))
+        if tokens is not None:
+            db.execute("UPDATE starts SET tokens = ? WHERE id = ?", (int(tokens), ticket.start_id))
+        if outcome == "ok":
+            # additive increase: +1 after about one window's worth of answers at this level
+            grow = "MIN(?, concurrency + 1.0 / concurrency)" if limits.adaptive else "?"
+            db.execute(
+                f"UPDATE providers SET last_ok = ?, concurrency = {grow} WHERE name = ?",
+                (now, limits.max_concurrency, ticket.provider),
+            )
+        elif outcome == "rate_limit":
+            db.execute("UPDATE providers SET rejected = rejected + 1 WHERE name = ?", (ticket.provider,))
+            if limits.adaptive:
+                # a burst of 429s (answers to requests sent together) halves once, not per reply
                 db.execute(
-                    f"UPDATE providers SET last_ok = ?, concurrency = {grow} WHERE name = ?",
-                    (now, limits.max_concurrency, ticket.provider),
+                    "UPDATE providers SET concurrency = MAX(1.0, concurrency / 2), last_cut = ? "
+                    "WHERE name = ? AND last_cut < ?",
+                    (now, ticket.provider, now - 1.0),
                 )
-            elif outcome == "rate_limit":
-                db.execute("UPDATE providers SET rejected = rejected + 1 WHERE name = ?", (ticket.provider,))
-                if limits.adaptive:
-                    # a burst of 429s (answers to requests sent together) halves once, not per reply
-                    db.execute(
-                        "UPDATE providers SET concurrency = MAX(1.0, concurrency / 2), last_cut = ? "
-                        "WHERE name = ? AND last_cut < ?",
-                        (now, ticket.provider, now - 1.0),
-                    )
-                if retry_after_s:
-                    db.execute(
-                        "UPDATE providers SET paused_until = MAX(paused_until, ?) WHERE name = ?",
-                        (now + retry_after_s, ticket.provider),
-                    )
-        finally:
-            db.execute("COMMIT")
+            if retry_after_s:
+                db.execute(
+                    "UPDATE providers SET paused_until = MAX(paused_until, ?) WHERE name = ?",
+                    (now + retry_after_s, ticket.provider),
+                )
 
     def last_answer(self, provider: str) -> float:
         row = self._db.execute("SELECT last_ok FROM providers WHERE name = ?", (provider,)).fetchone()
