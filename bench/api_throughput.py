@@ -39,8 +39,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import write_result  # noqa: E402
-from pipeline.core.loopback import LoopbackServer  # noqa: E402
+from bench._common import write_result
+from pipeline.core.loopback import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_REF = "d7b0ac1"  # the last commit before issue 17
