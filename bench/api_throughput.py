@@ -284,21 +284,31 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="api-throughput-"))
-    record: dict[str, Any] = {}
+    record: dict[str, Any] = previous_runs() if args.part != "all" else {}  # one part: keep the other's
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
         if args.part in ("a", "all"):
-            record["a_limit_binding"] = part_a(work, args)
+            record["a_limit_binding"] = {**part_a(work, args), "measured_at": stamp}
         if args.part in ("b", "all"):
-            record["b_limit_not_binding"] = part_b(work, args)
+            record["b_limit_not_binding"] = {**part_b(work, args), "measured_at": stamp}
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     for part in record.values():
         for run in part.values():
-            run.pop("tail", None) if run.get("returncode") == 0 else None
+            if isinstance(run, dict) and run.get("returncode") == 0:
+                run.pop("tail", None)
     summary = summarise(record, args)
     write_result("api_throughput", **summary, settings=vars(args), runs=record)
     return 0
+
+
+def previous_runs() -> dict[str, Any]:
+    path = Path(__file__).resolve().parent / "results" / "api_throughput.json"
+    try:
+        return dict(json.loads(path.read_text())["runs"])
+    except (OSError, KeyError, json.JSONDecodeError):
+        return {}
 
 
 def summarise(record: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

@@ -7,9 +7,10 @@ Snakemake runs each job in its own process, so a limit held in memory holds per 
 to move it) that every gateway on the machine opens. Each admission is one short `BEGIN
 IMMEDIATE` transaction, which SQLite serialises across processes with a file lock:
 
-- `starts`: the start time and token estimate of every request of the last minute, per provider
-  (the rpm and tpm windows; rpm counts over 63 s, see RPM_HEADROOM_S). Starts are also spaced
-  60/rpm seconds apart, so a provider that counts in a sliding minute never sees a burst.
+- `starts`: every request of the last minute, per provider, with its token estimate (the rpm and
+  tpm windows). A request counts from its start until a minute after its answer (see
+  RPM_HEADROOM_S). Starts are also spaced 60/rpm seconds apart, so a provider that counts in a
+  sliding minute never sees a burst.
 - `leases`: one row per request in flight (host, pid). A process killed mid-request leaves its
   rows behind; they are dropped when their pid is gone (same host) or after the request timeout.
 - `providers`: the adaptive concurrency (halved on a burst of 429s, grown by one per window of
@@ -44,10 +45,11 @@ from pipeline.core.roster import ProviderLimits
 T = TypeVar("T")
 
 WINDOW_S = 60.0
-# rpm counts starts over 63 s: a request that leaves late (litellm's work before the send, on a
-# busy CPU) must not land as the provider's 61st of a minute; it costs under 5% of the limit.
-# (With 1 s of headroom a loaded 2-core machine still saw 1 request in 161 rejected.)
-RPM_HEADROOM_S = 3.0
+# A request reaches the provider some time between its start and its answer (litellm's work
+# before the send takes seconds on a busy CPU, most of all a process's first call), so once
+# answered it counts at its answer time, the latest moment it can have arrived: then no 60 s of
+# the provider's can hold more than rpm of ours. One more second covers clock granularity.
+RPM_HEADROOM_S = 1.0
 STORE_NAME = "provider-limits.sqlite"
 _POLL_S = 0.02  # seconds between polls while only the concurrency limit holds a request back
 _HOST = socket.gethostname()
@@ -193,8 +195,10 @@ class LimitStore:
         db = self._db
         now = time.time()
         db.execute("DELETE FROM leases WHERE id = ?", (ticket.lease_id,))
-        if tokens is not None:
-            db.execute("UPDATE starts SET tokens = ? WHERE id = ?", (int(tokens), ticket.start_id))
+        db.execute(
+            "UPDATE starts SET t = MAX(t, ?), tokens = COALESCE(?, tokens) WHERE id = ?",
+            (now, None if tokens is None else int(tokens), ticket.start_id),
+        )
         if outcome == "ok":
             # additive increase: +1 after about one window's worth of answers at this level
             grow = "MIN(?, concurrency + 1.0 / concurrency)" if limits.adaptive else "?"
