@@ -173,12 +173,14 @@ def snakemake_cmd(design: str, targets: list[str], cores: int) -> list[str]:
 
 
 def server_report(server: LoopbackServer) -> dict[str, Any]:
-    times = server.stats.accepted_times
-    span = (times[-1] - times[0]) if len(times) > 1 else 0.0
+    """What the provider saw. The rate is accepted requests per minute from the first request that
+    arrived to the last (429s included): a run that gives up early gets no credit for a burst."""
+    arrivals = [t for t, _ in server.stats.arrivals]
+    span = (arrivals[-1] - arrivals[0]) if len(arrivals) > 1 else 0.0
     return {"accepted": server.stats.accepted, "rejected": server.stats.rejected,
             "max_in_flight": server.stats.max_in_flight, "max_in_any_60s": server.max_in_any_window(60.0),
             "span_s": round(span, 2),
-            "per_minute": round((len(times) - 1) / span * 60, 2) if span else None}
+            "per_minute": round(server.stats.accepted / span * 60, 2) if span else None}
 
 
 # -- (a) limit binding ----------------------------------------------------------------------------

@@ -20,8 +20,8 @@ import random
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from email.utils import parsedate_to_datetime
 from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -32,7 +32,15 @@ from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
 from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
 from pipeline.core.progress import count_call
-from pipeline.core.ratelimit import STORE_NAME, WINDOW_S, Admission, EffectiveLimits, Ticket, estimate_tokens, shared_limiter
+from pipeline.core.ratelimit import (
+    STORE_NAME,
+    WINDOW_S,
+    Admission,
+    EffectiveLimits,
+    Ticket,
+    estimate_tokens,
+    shared_limiter,
+)
 from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
 log = logging.getLogger(__name__)

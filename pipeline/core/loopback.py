@@ -147,7 +147,7 @@ class LoopbackServer:
         self._ready.set()
         try:
             await asyncio.wait_for(self._stop.wait(), timeout=self.max_seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         await runner.cleanup()
 

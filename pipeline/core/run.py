@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.core.progress import PROGRESS_ENV, stage_progress
@@ -82,7 +82,7 @@ def take_run_lock(root: Path) -> int:
     return fd
 
 
-def clear_stale_lock(root: Path, targets: Sequence[str], say) -> None:  # noqa: ANN001 - a print function
+def clear_stale_lock(root: Path, targets: Sequence[str], say: Callable[[str], None]) -> None:
     """Called with the run lock held and no Snakemake alive here: any Snakemake lock is stale."""
     locks = root / ".snakemake" / "locks"
     if locks.is_dir() and any(locks.iterdir()):
@@ -98,9 +98,12 @@ def default_jobs(root: Path) -> int:
     return jobs or os.cpu_count() or 1
 
 
+def say(message: str) -> None:
+    print(f"pipeline run: {message}", file=sys.stderr, flush=True)
+
+
 def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Path("."),
                   interval_s: float = 5.0) -> int:
-    say = lambda message: print(f"pipeline run: {message}", file=sys.stderr, flush=True)  # noqa: E731
     fd = take_run_lock(root)
     try:
         clear_stale_lock(root, targets, say)

@@ -49,13 +49,13 @@ def _cmd_play_shard(args: argparse.Namespace) -> int:
     from pipeline.core.llm import Gateway
     from pipeline.core.shards import ShardGame, run_shard, split_ids
     from pipeline.whoisspy.engine import play_game
-    from pipeline.whoisspy.schedule import find_game
+    from pipeline.whoisspy.schedule import GameSpec, find_game
 
     _, models, games = _schedule(args)
     specs = [find_game(games, game_id, args.params) for game_id in split_ids(args.games)]
     out = Path(args.out)
 
-    async def play(spec) -> None:  # noqa: ANN001 - a GameSpec
+    async def play(spec: GameSpec) -> None:
         gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
         record = await play_game(spec, models, gateway)
         gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
