@@ -89,7 +89,8 @@ def source_tree(ref: str | None, into: Path) -> Path:
 
 def write_params(project: Path, url: str, *, players: int, rpm: float, concurrency: int, shards: dict | None,
                  whoisspy: dict | None = None, elimination: dict | None = None) -> None:
-    api = [{"name": f"api-{i}", "model": "openai/loopback", "extra": {"api_base": url},
+    # a model litellm can price (the loopback server answers whatever the name): cost shows as it would
+    api = [{"name": f"api-{i}", "model": "openai/gpt-4o-mini", "extra": {"api_base": url},
             "sampling": {"temperature": 0.7, "max_tokens": 24}} for i in range(players)]
     models: dict[str, Any] = {
         "roster": [*api, {"name": "random-bot", "bot": "random"}, {"name": "heuristic-bot", "bot": "heuristic"}],

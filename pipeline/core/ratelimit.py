@@ -163,11 +163,13 @@ class LimitStore:
             # a request larger than the whole budget still runs, alone in its window
             if used and used + tokens > limits.tpm:
                 return None, max(_POLL_S, oldest + WINDOW_S - now)
-        if self._in_flight(provider, limits, now) >= int(concurrency):
+        if self._in_flight(provider, limits, now, concurrency) >= int(concurrency):
             return None, _POLL_S
-        start_id = db.execute(
-            "INSERT INTO starts (provider, t, tokens) VALUES (?, ?, ?)", (provider, now, tokens)
-        ).lastrowid
+        start_id = 0  # no rpm or tpm: nothing to count
+        if limits.rpm or limits.tpm:
+            start_id = db.execute(
+                "INSERT INTO starts (provider, t, tokens) VALUES (?, ?, ?)", (provider, now, tokens)
+            ).lastrowid
         lease_id = db.execute(
             "INSERT INTO leases (provider, host, pid, t) VALUES (?, ?, ?, ?)", (provider, _HOST, os.getpid(), now)
         ).lastrowid
@@ -252,15 +254,18 @@ class LimitStore:
             concurrency = limits.max_concurrency
         return concurrency, float(row[1]), float(row[2])
 
-    def _in_flight(self, provider: str, limits: EffectiveLimits, now: float) -> int:
-        rows = self._db.execute("SELECT id, host, pid, t FROM leases WHERE provider = ?", (provider,)).fetchall()
-        stale = [
-            lease_id for lease_id, host, pid, started in rows
-            if started < now - limits.lease_timeout_s or (host == _HOST and not _alive(pid))
-        ]
-        if stale:
-            self._db.executemany("DELETE FROM leases WHERE id = ?", [(i,) for i in stale])
-        return len(rows) - len(stale)
+    def _in_flight(self, provider: str, limits: EffectiveLimits, now: float, concurrency: float) -> int:
+        """Requests in flight; at the limit, first drop the leases of processes that died."""
+        db = self._db
+        count = db.execute("SELECT COUNT(*) FROM leases WHERE provider = ?", (provider,)).fetchone()[0]
+        if count < int(concurrency):
+            return int(count)
+        owners = db.execute("SELECT DISTINCT host, pid FROM leases WHERE provider = ?", (provider,)).fetchall()
+        dead = [(host, pid) for host, pid in owners if host == _HOST and not _alive(pid)]
+        db.executemany("DELETE FROM leases WHERE provider = ? AND host = ? AND pid = ?",
+                       [(provider, host, pid) for host, pid in dead])
+        db.execute("DELETE FROM leases WHERE provider = ? AND t < ?", (provider, now - limits.lease_timeout_s))
+        return int(db.execute("SELECT COUNT(*) FROM leases WHERE provider = ?", (provider,)).fetchone()[0])
 
 
 class SharedLimiter:
