@@ -22,7 +22,6 @@ per game, as before.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -118,10 +117,6 @@ def failure_message(outcome: ShardOutcome) -> str:
 
 def split_ids(text: str) -> list[str]:
     return [part for part in text.replace(",", " ").split() if part]
-
-
-def marker_games(path: str | Path) -> list[str]:
-    return list(json.loads(Path(path).read_text(encoding="utf-8"))["games"])
 
 
 def run_shard(
