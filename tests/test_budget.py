@@ -60,6 +60,13 @@ def test_requests_in_flight_finish_when_the_budget_is_reached(tmp_path: Path, fa
                            providers={"default": {"max_concurrency": 3}})
     gateway = Gateway(models, job="flight", cache_dir=tmp_path / "cache")
     entry = models.entry("m1")
+    answer = fake_provider.completion
+
+    async def slow_answer(*args: object, **kwargs: object) -> object:
+        await asyncio.sleep(0.3)  # a real provider takes a while: the three are in flight together
+        return answer(*args, **kwargs)
+
+    fake_provider.acompletion = slow_answer
 
     async def burst() -> list[object]:
         return await asyncio.gather(

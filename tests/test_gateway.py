@@ -63,9 +63,9 @@ def test_server_errors_and_timeouts_are_retried(tmp_path: Path, fake_provider) -
 
 
 def test_retries_exhausted_raise_transport_error_naming_entry(tmp_path: Path, fake_provider) -> None:
-    fake_provider.default = _rate_limit()
+    fake_provider.default = litellm.InternalServerError(message="down", llm_provider="fake", model="m")
     gateway = gateway_for(tmp_path, [{"name": "m1", "model": "fake/m"}], gateway={"retries": 2})
-    with pytest.raises(TransportError, match="'m1'.*3 attempts.*rate_limit"):
+    with pytest.raises(TransportError, match="'m1'.*3 attempts.*server"):
         gateway.complete_sync(gateway.models.entry("m1"), MESSAGES, seed=1)
     assert len(fake_provider.calls) == 3
     # nothing was cached: a rerun asks again

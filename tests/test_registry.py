@@ -38,7 +38,7 @@ def test_the_four_benchmarks_are_registered_in_run_order() -> None:
 def test_dvc_stage_matches_the_declaration(bench: Benchmark) -> None:
     stage = dvc_stages().get(bench.name)
     assert stage is not None, f"dvc.yaml has no stage {bench.name!r}"
-    assert stage["cmd"] == f"snakemake {bench.final_rule}", "shared flags belong in profiles/default"
+    assert stage["cmd"] == f"python -m pipeline run {bench.final_rule}", "shared flags belong in profiles/default"
     deps = set(stage["deps"])
     assert SHARED_DEPS | {f"pipeline/{bench.name}", bench.params_file} <= deps
     outs = out_paths(stage["outs"])

@@ -68,15 +68,17 @@ def make_project(
     whoisspy: dict[str, Any] | None = None,
     elimination: dict[str, Any] | None = None,
     gateway: dict[str, Any] | None = None,
+    parallel: dict[str, Any] | None = None,
 ) -> Path:
-    """A temp copy of the workflow with a small demo in params/ (cache and ledger inside it)."""
+    """A temp copy of the workflow with a small demo in params/ (cache and ledger inside it).
+    One job per game unless `parallel` says otherwise (test_shards.py runs shards)."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO / "Snakefile", root / "Snakefile")
     shutil.copytree(REPO / "params", root / "params", dirs_exist_ok=True)
     shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"),
                     dirs_exist_ok=True)
     shutil.copytree(REPO / "profiles", root / "profiles", dirs_exist_ok=True)
-    write_models(root, roster or MOCK_ROSTER, gateway)
+    write_models(root, roster or MOCK_ROSTER, gateway, parallel)
     write_yaml(root / "params/whoisspy.yaml", whoisspy or WHOISSPY)
     write_yaml(root / "params/elimination.yaml", elimination or ELIMINATION)
     return root
@@ -86,12 +88,14 @@ def write_yaml(path: Path, data: Any) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def write_models(root: Path, roster: list[dict[str, Any]], gateway: dict[str, Any] | None = None) -> None:
+def write_models(root: Path, roster: list[dict[str, Any]], gateway: dict[str, Any] | None = None,
+                 parallel: dict[str, Any] | None = None) -> None:
     settings = {"backoff_base_s": 0.0, "backoff_max_s": 0.0, "cache_dir": ".cache/responses", **(gateway or {})}
     write_yaml(root / "params/models.yaml", {
         "roster": roster,
         "providers": {"default": {"max_concurrency": 4}, "local": {"max_concurrency": 1}},
         "gateway": settings,
+        "parallel": parallel or {"games_per_job": 0},
     })
 
 

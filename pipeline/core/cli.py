@@ -1,4 +1,4 @@
-"""Commands of the shared core: `python -m pipeline judge score|story`."""
+"""Commands of the shared core: `python -m pipeline judge score|story` and `python -m pipeline run`."""
 
 from __future__ import annotations
 
@@ -67,7 +67,24 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.core.run import RunRefused, run_snakemake
+
+    try:
+        return run_snakemake(args.targets, args.snakemake_args)
+    except RunRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def register(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser(
+        "run", help="run Snakemake targets with the project's flags; resumes after a crash without --unlock")
+    run.add_argument("targets", nargs="*", help="Snakemake targets, e.g. whoisspy_all (default: all)")
+    run.add_argument("snakemake_args", nargs=argparse.REMAINDER,
+                     help="after --: more Snakemake arguments (e.g. -- --profile profiles/slurm)")
+    run.set_defaults(func=_cmd_run)
+
     judge = commands.add_parser("judge", help="cross-entropy judge: score texts, sample stories")
     judge_commands = judge.add_subparsers(dest="judge_command", metavar="SUBCOMMAND", required=True)
 

@@ -2,8 +2,10 @@
 
 litellm speaks to every provider (the embedded model included, as the custom provider `local/`).
 Around it the gateway adds what a tournament needs: a disk cache so a rerun never pays twice,
-retries with backoff for transport errors (which never count as a move), per-provider
-concurrency and requests-per-minute limits, and a calls table recording every attempt.
+retries with backoff for transport errors (which never count as a move), provider limits
+(requests and tokens per minute, requests in flight) shared by every job process on the machine
+(pipeline.core.ratelimit), and a calls table recording every attempt. A 429 honours `Retry-After`
+and is retried on a time budget (`rate_limit_patience_s`), never on an attempt count.
 Two guards for unattended runs sit at the provider boundary too: a spend ledger shared by all job
 processes with a budget (pipeline.core.budget), and seeded fault injection (pipeline.core.faults).
 """
@@ -16,8 +18,10 @@ import logging
 import os
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -27,6 +31,16 @@ import polars as pl
 from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
 from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
+from pipeline.core.progress import count_call
+from pipeline.core.ratelimit import (
+    STORE_NAME,
+    WINDOW_S,
+    Admission,
+    EffectiveLimits,
+    Ticket,
+    estimate_tokens,
+    shared_limiter,
+)
 from pipeline.core.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
 log = logging.getLogger(__name__)
@@ -290,6 +304,11 @@ def _cost(response: Any, entry: RosterEntry, settings: GatewaySettings | None = 
     if price is not None:
         tokens_in, tokens_out = _usage(response)
         return (tokens_in * price.input_usd_per_mtok + tokens_out * price.output_usd_per_mtok) / 1e6
+    # litellm prices every answer once already: pricing it again costs ms of CPU per call
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if "response_cost" in hidden:
+        priced = hidden["response_cost"]
+        return float(priced) if isinstance(priced, (int, float)) else None
     try:
         return float(_litellm().completion_cost(completion_response=response))
     except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
@@ -376,6 +395,8 @@ class Gateway:
         ledger = Path(root) / self.settings.ledger if self.settings.ledger else directory / LEDGER_NAME
         self.ledger = SpendLedger(ledger)
         self._gates: dict[tuple[int, str], _ProviderGate] = {}
+        # beside the cache, not in it: the cache holds only answers
+        self.limit_store = Path(root) / self.settings.limit_store if self.settings.limit_store else directory.parent / STORE_NAME
         self._checked: set[str] = set()
         # jitter only spreads retries in time; it never touches what is asked or answered
         self._jitter = random.Random(0)
@@ -444,12 +465,12 @@ class Gateway:
                 await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
             except _litellm().BadRequestError as exc:
                 raise RequestError(f"roster entry {entry.name!r}: {_short(exc)}") from None
-        gate = self._gate(entry.provider)
         attempt = 0
+        first_refusal: float | None = None  # when this request first met a 429
+        tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), params["max_tokens"])
         while True:
             attempt += 1
-            async with gate.semaphore:
-                await gate.limiter.wait()
+            async with self._admitted(entry, tokens_guess) as admission:
                 self._check_budget()
                 fault = draw_fault(self.faults, key, attempt) if self.faults.active else None
                 started = time.monotonic()
@@ -479,15 +500,21 @@ class Gateway:
                         raise RequestError(
                             f"roster entry {entry.name!r} (model {entry.model}): request rejected: {_short(exc)}"
                         ) from None
-                    if attempt > self.settings.retries:
+                    retry_after = retry_after_s(exc)
+                    if kind == "rate_limit":
+                        admission.outcome, admission.retry_after_s = "rate_limit", retry_after
+                        first_refusal = first_refusal or time.time()
+                    if await self._give_up(entry, kind, attempt, first_refusal):
                         raise TransportError(
                             f"roster entry {entry.name!r} (model {entry.model}): gave up after "
                             f"{attempt} attempts, last error {kind}: {_short(exc)}. Rerun to resume; "
                             "answered requests come from the cache."
                         ) from None
-                    delay = self._backoff(attempt)
+                    delay = max(self._backoff(attempt), retry_after or 0.0, 0.05 if kind == "rate_limit" else 0.0)
                 else:
                     latency = time.monotonic() - started
+                    admission.outcome = "ok"
+                    admission.tokens = sum(_usage(response)) or None
                     break
             log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
             await asyncio.sleep(delay)
@@ -509,15 +536,48 @@ class Gateway:
             "latency_s": latency,
             "fault": fault,
         }
-        self.cache.put(key, stored)
-        # after the cache: a kill between the two loses a ledger line, never a paid answer
-        self.ledger.append({
+        spent = {
             "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
             "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
-        })
+        }
+        # on a worker thread: both writes fsync, which would stall every other game on this loop
+        await asyncio.to_thread(self._persist, key, stored, spent)
         completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
         self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
         return completion
+
+    def _admitted(self, entry: RosterEntry, tokens: int) -> AbstractAsyncContextManager[Admission]:
+        """Wait until the provider's limits allow one more request to start."""
+        limits = self.models.limits_for(entry.provider)
+        if entry.provider == "local":
+            return self._process_admission(entry.provider)  # each process holds its own model
+        effective = EffectiveLimits.of(limits, self.settings.limit_share, self.settings.timeout_s + WINDOW_S)
+        return shared_limiter(self.limit_store).admitted(entry.provider, effective, tokens)
+
+    @asynccontextmanager
+    async def _process_admission(self, provider: str) -> AsyncIterator[Admission]:
+        gate = self._gate(provider)
+        async with gate.semaphore:
+            await gate.limiter.wait()
+            yield Admission(Ticket(provider, 0, 0))
+
+    async def _give_up(self, entry: RosterEntry, kind: str, attempt: int, first_refusal: float | None) -> bool:
+        """429s: give up only once the provider has answered nobody for rate_limit_patience_s
+        (a time budget: a busy provider that still answers others is waited for). Other
+        transport errors: after `retries` retries."""
+        if kind != "rate_limit":
+            return attempt > self.settings.retries
+        if entry.provider == "local":
+            last = 0.0
+        else:
+            last = await shared_limiter(self.limit_store).last_answer(entry.provider)
+        quiet_since = max(last, first_refusal or 0.0)
+        return time.time() - quiet_since > self.settings.rate_limit_patience_s
+
+    def _persist(self, key: str, stored: dict[str, Any], spent: dict[str, Any]) -> None:
+        self.cache.put(key, stored)
+        # after the cache: a kill between the two loses a ledger line, never a paid answer
+        self.ledger.append(spent)
 
     def _check_budget(self) -> None:
         budget = self.settings.budget_usd
@@ -540,6 +600,7 @@ class Gateway:
         kind: str | None,
         fault: str | None = None,
     ) -> None:
+        count_call(cache_hit=c.cache_hit, cost_usd=c.cost_usd)  # the stage's progress display
         self.log.add(
             CallRecord(
                 job=self.log.job,
@@ -582,6 +643,38 @@ class Gateway:
 
     def complete_sync(self, entry: RosterEntry, messages: Sequence[Message], **kwargs: Any) -> Completion:
         return asyncio.run(self.complete(entry, messages, **kwargs))
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (`Retry-After`: seconds or an HTTP date;
+    `retry-after-ms`), or None when it did not say."""
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        try:
+            lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+        except (TypeError, ValueError):
+            continue
+        if "retry-after-ms" in lowered:
+            try:
+                return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+            except ValueError:
+                pass
+        value = lowered.get("retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                continue
+    return None
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

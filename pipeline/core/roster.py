@@ -102,8 +102,15 @@ class RosterEntry(Strict):
 
 
 class ProviderLimits(Strict):
-    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once")
-    rpm: float = Field(0, ge=0, description="requests per minute; 0 means unlimited")
+    """A provider's limits. They hold across every job process on the machine (a shared store,
+    pipeline.core.ratelimit), except for `local`, whose model lives in each process."""
+
+    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once, over all jobs on the machine")
+    rpm: float = Field(0, ge=0, description="requests per minute over all jobs on the machine; 0 means unlimited")
+    tpm: float = Field(0, ge=0, description="tokens (prompt + reply) per minute over all jobs on the machine; 0 means unlimited")
+    adaptive: bool = Field(
+        True, description="true or false: halve the requests in flight on a burst of 429s and grow back by one per window of answers"
+    )
 
 
 class Price(Strict):
@@ -130,7 +137,7 @@ class BatchSettings(Strict):
 
 
 class GatewaySettings(Strict):
-    retries: int = Field(5, ge=0, le=50, description="how many times a transport error (timeout, 429, 5xx) is retried")
+    retries: int = Field(5, ge=0, le=50, description="how many times a timeout, 5xx or connection error is retried (429s follow rate_limit_patience_s)")
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
     backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
     timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
@@ -149,6 +156,15 @@ class GatewaySettings(Strict):
         default_factory=BatchSettings,
         description="the provider batch API for jobs where nothing waits: enabled, poll_s, max_wait_s, max_passes, discount",
     )
+    rate_limit_patience_s: float = Field(
+        600.0, gt=0, description="seconds: a 429 is retried (after Retry-After or backoff) until the provider has answered no request for this long"
+    )
+    limit_store: str | None = Field(
+        None, description="path of the SQLite file holding the provider limits shared by all jobs of the machine (default: provider-limits.sqlite beside cache_dir); keep it on a local disk"
+    )
+    limit_share: int = Field(
+        1, ge=1, description="a positive integer: how many machines share the providers' limits at once (a cluster: the `api_jobs` resource of the profile); each enforces 1/limit_share of every limit"
+    )
     faults: FaultSettings = Field(
         default_factory=FaultSettings,
         description="injected provider faults for testing: rates of timeout, rate_limit, server, empty, malformed, overlong (all 0: off)",
@@ -160,6 +176,17 @@ class CheckSettings(Strict):
     max_tokens: int = Field(8, ge=1, description="reply length cap of the roster check")
 
 
+class ParallelSettings(Strict):
+    """How much runs at once: the one place to set it (dvc.yaml and the rules read it from here)."""
+
+    jobs: int | None = Field(
+        None, ge=1, description="a positive integer, or null for the machine's CPU count: Snakemake jobs at once under `python -m pipeline run`"
+    )
+    games_per_job: int = Field(
+        64, ge=0, le=10000, description="an integer >= 0: API games one job plays concurrently on one event loop (0: no shards, every game its own job and Snakemake output; games with the embedded model always keep one job per game)"
+    )
+
+
 class ModelsParams(Strict):
     roster: list[RosterEntry] = Field(min_length=1, description="a list of roster entries (name + model or bot)")
     providers: dict[str, ProviderLimits] = Field(
@@ -167,6 +194,9 @@ class ModelsParams(Strict):
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="retries, backoff, timeout, cache_dir")
     check: CheckSettings = Field(default_factory=CheckSettings, description="the roster stage's question")
+    parallel: ParallelSettings = Field(
+        default_factory=ParallelSettings, description="jobs at once and API games per job"
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> ModelsParams:

@@ -27,7 +27,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from pipeline.core.params import ParamsError
     from pipeline.core.roster import load_models
     from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import GameSpec, run_game
+    from pipeline.elimination.engine import game_spec, run_game
     from pipeline.elimination.schedule import build_schedule
 
     params = load_elimination_params(args.params)
@@ -36,14 +36,41 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.game_id not in games:
         raise ParamsError(f"game {args.game_id!r} is not in the schedule of {args.params} "
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
-    scheduled = games[args.game_id]
-    spec = GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
-                    votes=params.votes, variant=params.variant, memory_players=tuple(params.memory_players))
+    spec = game_spec(params, games[args.game_id])
     _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
     started = time.perf_counter()
     output = run_game(spec, models, args.out, progress=_say)
     _say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
     return 0
+
+
+def _cmd_play_shard(args: argparse.Namespace) -> int:
+    """Several scheduled games on one event loop (API games; see pipeline.core.shards)."""
+    from pipeline.core.params import ParamsError
+    from pipeline.core.roster import load_models
+    from pipeline.core.shards import ShardGame, run_shard, split_ids
+    from pipeline.elimination.config import load_elimination_params
+    from pipeline.elimination.engine import game_spec, play_game
+    from pipeline.elimination.schedule import build_schedule
+
+    params = load_elimination_params(args.params)
+    models = load_models(args.models)
+    games = {g.game_id: g for g in build_schedule(params, models, args.params)}
+    unknown = [g for g in split_ids(args.games) if g not in games]
+    if unknown:
+        raise ParamsError(f"game {unknown[0]!r} is not in the schedule of {args.params} "
+                          f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
+    specs = [game_spec(params, games[i]) for i in split_ids(args.games)]
+    out = Path(args.out)
+
+    async def play(spec: GameSpec) -> None:
+        await play_game(spec, models, out / spec.game_id)
+
+    def done(game_id: str) -> bool:  # the calls table is written after the log
+        return (out / game_id / "calls.parquet").exists() and any((out / game_id).glob("game_*.jsonl"))
+
+    return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
+                     marker=args.marker, say=_say)
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -87,6 +114,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     play.add_argument("--params", default="params/elimination.yaml")
     play.add_argument("--models", default="params/models.yaml")
     play.set_defaults(func=_cmd_play)
+
+    shard = sub.add_parser("play-shard", help="play several scheduled games concurrently on one event loop")
+    shard.add_argument("games", help="game ids, separated by commas")
+    shard.add_argument("--out", required=True, help="directory holding one folder per game")
+    shard.add_argument("--marker", required=True, help="written when every game of the shard is done")
+    shard.add_argument("--params", default="params/elimination.yaml")
+    shard.add_argument("--models", default="params/models.yaml")
+    shard.set_defaults(func=_cmd_play_shard)
 
     imp = sub.add_parser(
         "import", help="read game logs (ours or the original benchmark's), rate, write tables and plots")

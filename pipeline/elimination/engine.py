@@ -43,10 +43,11 @@ from pipeline.core.players import MoveRequest, Player, make_players
 from pipeline.core.roster import ModelsParams
 from pipeline.elimination import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.elimination import prompts, records
-from pipeline.elimination.config import GAME_VERSION, ReplyTokens, WordLimits
+from pipeline.elimination.config import GAME_VERSION, EliminationParams, ReplyTokens, WordLimits
 from pipeline.elimination.matching import clean_ranking, match_pairs
 from pipeline.elimination.moves import LimitedText, limit_words, parse_vote
 from pipeline.elimination.prompts import PrivateLine, PublicLine, SeatView
+from pipeline.elimination.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
 GAME = "elimination"
@@ -465,6 +466,12 @@ class EliminationGame:
         return self.log
 
 
+def game_spec(params: EliminationParams, scheduled: ScheduledGame) -> GameSpec:
+    """The spec of a scheduled game under these params (one place, for one game or a shard)."""
+    return GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
+                    votes=params.votes, variant=params.variant, memory_players=tuple(params.memory_players))
+
+
 @dataclass(frozen=True)
 class GameOutput:
     log_path: Path
@@ -475,11 +482,17 @@ class GameOutput:
 def run_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
              progress: Callable[[str], None] | None = None) -> GameOutput:
     """Play one game; write `game_<id>.jsonl` and `calls.parquet` under `out_dir`."""
+    return asyncio.run(play_game(spec, models, out_dir, root=root, progress=progress))
+
+
+async def play_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
+                    progress: Callable[[str], None] | None = None) -> GameOutput:
+    """run_game on the running event loop (a shard job plays many games on one loop)."""
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     game = EliminationGame(spec, players, progress)
-    log_records = asyncio.run(game.play())
+    log_records = await game.play()
     for stale in [*out.glob(f"game_{spec.log_game_id}_*.jsonl"), *out.glob(f"game_{spec.game_id}*.jsonl")]:
         stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
     log_path = records.write_log(out / records.log_file_name(spec.log_game_id, log_records), log_records)

@@ -4,6 +4,8 @@ import json as _elimination_json
 import sys
 
 from pipeline.core.params import ParamsError as _EliminationParamsError
+from pipeline.core.progress import announce_games as _elimination_announce
+from pipeline.core.shards import jobs_for_games as _elimination_jobs
 from pipeline.elimination.config import load_elimination_params as _elimination_params
 from pipeline.elimination.schedule import schedule_from_files as _elimination_schedule
 from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
@@ -23,6 +25,10 @@ except _EliminationParamsError as _exc:
     ELIMINATION_GAMES, ELIMINATION_RATING, ELIMINATION_ERROR = {}, "", str(_exc)
     print(f"elimination: no games scheduled ({ELIMINATION_ERROR}); its targets fail until this is fixed",
           file=sys.stderr)
+# API games are played many per job by shard jobs (pipeline/core/shards.py); the rest one job each
+ELIMINATION_SOLO, ELIMINATION_SHARDS = _elimination_jobs(
+    {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, "params/models.yaml")
+_elimination_announce("elimination", [f"{ELIMINATION_DIR}/games/{g}/calls.parquet" for g in ELIMINATION_GAMES])
 
 ELIMINATION_OUTPUTS = dict(
     leaderboard_csv=f"{ELIMINATION_DIR}/leaderboard.csv",
@@ -51,21 +57,40 @@ rule elimination_game:
         "--params params/elimination.yaml --models params/models.yaml 2> {log}"
 
 
+rule elimination_shard:
+    output:
+        f"{ELIMINATION_DIR}/shards/{{shard_id}}.json",
+    params:
+        games=lambda wildcards: ",".join(ELIMINATION_SHARDS[wildcards.shard_id]),
+    log:
+        f"{ELIMINATION_DIR}/logs/shards/{{shard_id}}.log",
+    wildcard_constraints:
+        shard_id="[0-9a-f]{16}",
+    resources:
+        api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
+    shell:
+        "{PYTHON} -m pipeline elimination play-shard {params.games} --out {ELIMINATION_DIR}/games "
+        "--marker {output} --params params/elimination.yaml --models params/models.yaml 2> {log}"
+
+
 if ELIMINATION_ERROR is None:
 
     rule elimination_ratings:
         input:
-            games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_GAMES)),
+            games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
+            shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
             params="params/elimination.yaml",
         output:
             **ELIMINATION_OUTPUTS,
             plots=directory(f"{ELIMINATION_DIR}/plots"),
         params:
             rating=ELIMINATION_RATING,
+            # every scheduled game's folder, the shards' included
+            game_dirs=" ".join(f"{ELIMINATION_DIR}/games/{g}" for g in sorted(ELIMINATION_GAMES)),
         log:
             f"{ELIMINATION_DIR}/logs/ratings.log",
         shell:
-            "{PYTHON} -m pipeline elimination import {input.games} --out {ELIMINATION_DIR} "
+            "{PYTHON} -m pipeline elimination import {params.game_dirs} --out {ELIMINATION_DIR} "
             "--params {input.params} --calls {output.calls} 2> {log}"
 
 else:

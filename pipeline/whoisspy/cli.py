@@ -43,6 +43,31 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_play_shard(args: argparse.Namespace) -> int:
+    """Several scheduled games on one event loop (API games; see pipeline.core.shards)."""
+    from pipeline.core.io import write_json_atomic
+    from pipeline.core.llm import Gateway
+    from pipeline.core.shards import ShardGame, run_shard, split_ids
+    from pipeline.whoisspy.engine import play_game
+    from pipeline.whoisspy.schedule import GameSpec, find_game
+
+    _, models, games = _schedule(args)
+    specs = [find_game(games, game_id, args.params) for game_id in split_ids(args.games)]
+    out = Path(args.out)
+
+    async def play(spec: GameSpec) -> None:
+        gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
+        record = await play_game(spec, models, gateway)
+        gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
+        write_json_atomic(out / f"{spec.game_id}.json", record)  # last: its presence means done
+
+    def done(game_id: str) -> bool:
+        return (out / f"{game_id}.json").exists() and (out / f"{game_id}.calls.parquet").exists()
+
+    return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
+                     marker=args.marker, say=lambda m: print(m, file=sys.stderr, flush=True))
+
+
 def _cmd_rate(args: argparse.Namespace) -> int:
     from pipeline.whoisspy.report import write_report
 
@@ -117,6 +142,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     common(play)
     play.add_argument("--out", default="results/whoisspy/games")
     play.set_defaults(func=_cmd_play)
+
+    shard = sub.add_parser("play-shard", help="play several scheduled games concurrently on one event loop")
+    shard.add_argument("games", help="game ids, separated by commas")
+    common(shard)
+    shard.add_argument("--out", default="results/whoisspy/games")
+    shard.add_argument("--marker", required=True, help="written when every game of the shard is done")
+    shard.set_defaults(func=_cmd_play_shard)
 
     rate = sub.add_parser("rate", help="tables, TrueSkill, metrics.json and plots from all scheduled games")
     common(rate)

@@ -10,11 +10,17 @@ from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
 from pipeline.whoisspy.report import report_outputs
 
-__all__ = ["rate_settings", "report_outputs", "scheduled_game_ids"]
+__all__ = ["rate_settings", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
 
 
 def scheduled_game_ids(params_path: str, models_path: str) -> list[str]:
-    """Ids of every scheduled game; [] (with a warning) when the params cannot be read.
+    """Ids of every scheduled game; [] (with a warning) when the params cannot be read."""
+    return list(scheduled_seats(params_path, models_path))
+
+
+def scheduled_seats(params_path: str, models_path: str) -> dict[str, tuple[str, ...]]:
+    """Roster names at the seats of every scheduled game; {} (with a warning) when the params
+    cannot be read.
 
     A broken params file must not stop other rooms' targets from parsing: the whoisspy rate job
     then runs alone and fails with the full message naming the file, the field and the fix.
@@ -25,11 +31,11 @@ def scheduled_game_ids(params_path: str, models_path: str) -> list[str]:
 
     try:
         params = load_whoisspy(params_path)
-        return [g.game_id for g in build_schedule(params, load_models(models_path), source=params_path)]
+        return {g.game_id: g.seats for g in build_schedule(params, load_models(models_path), source=params_path)}
     except ParamsError as exc:
         first = str(exc).splitlines()[0]
         print(f"whoisspy: no games scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
-        return []
+        return {}
 
 
 #: modules whose code decides the report; a change to them reruns the (cheap) rate job. Games are
