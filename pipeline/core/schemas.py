@@ -155,12 +155,20 @@ def write_table(
     schema: type[pa.DataFrameModel],
     sort_by: Sequence[str] | None = None,
 ) -> pl.DataFrame:
-    """Validate, optionally sort (for byte-identical files), and write parquet atomically."""
+    """Validate, optionally sort (for byte-identical files), and write parquet atomically. A frame
+    built from no rows at all (no columns either) is written as the schema's empty table."""
+    if frame.width == 0 and frame.height == 0:
+        frame = empty_table(schema)
     checked = _check(frame, schema, path)
     if sort_by:
         checked = checked.sort(list(sort_by), maintain_order=True)
     write_parquet_atomic(path, checked)
     return checked
+
+
+def empty_table(schema: type[pa.DataFrameModel]) -> pl.DataFrame:
+    """No rows, the schema's columns and dtypes."""
+    return pl.DataFrame(schema={name: column.dtype.type for name, column in schema.to_schema().columns.items()})
 
 
 def _read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
