@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import yaml  # noqa: E402
+from _common import write_result  # noqa: E402
 
 import pipeline  # noqa: E402,F401
-from _common import write_result  # noqa: E402
 from pipeline.core.roster import ModelsParams  # noqa: E402
 from pipeline.elimination.engine import GameSpec, run_game  # noqa: E402
 

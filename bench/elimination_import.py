@@ -24,8 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pipeline  # noqa: E402,F401
 from _common import write_result  # noqa: E402
+
+import pipeline  # noqa: E402,F401
 from pipeline.elimination import records as rec  # noqa: E402
 from pipeline.elimination.config import RatingSettings  # noqa: E402
 from pipeline.elimination.importer import run_import  # noqa: E402

@@ -18,8 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pipeline  # noqa: E402,F401
 from _common import write_result  # noqa: E402
+
+import pipeline  # noqa: E402,F401
 from pipeline.core.sandbox import Sandbox, _python  # noqa: E402
 
 

@@ -26,9 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import write_result  # noqa: E402
+
 import pipeline  # noqa: E402,F401
 import pipeline.skate.bots  # noqa: E402,F401
-from _common import write_result  # noqa: E402
 from pipeline.core.llm import Gateway  # noqa: E402
 from pipeline.core.players import make_players  # noqa: E402
 from pipeline.core.roster import ModelsParams  # noqa: E402

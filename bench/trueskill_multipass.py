@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
+
 from pipeline.core.rating import FreeForAll, RatingParams, pass_ratings, rating_summary  # noqa: E402
 
 TARGET_S = 60.0

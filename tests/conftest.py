@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pipeline  # noqa: F401,I001  (first: sets the offline environment before litellm loads)
 import litellm
 import pytest
 import yaml
+
+import pipeline  # noqa: F401,I001  (first: sets the offline environment before litellm loads)
 from pipeline.core.roster import ModelsParams
 
 REPO = Path(__file__).resolve().parents[1]

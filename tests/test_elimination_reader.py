@@ -48,7 +48,7 @@ def test_the_samples_tables_hold_every_vote_message_and_pair() -> None:
     for path in SAMPLE_FILES:
         records = [json.loads(line) for line in path.read_text().splitlines()]
         gid = str(records[0]["game_id"])
-        count = lambda kind: sum(r["type"] == kind for r in records)  # noqa: E731
+        count = lambda kind, records=records: sum(r["type"] == kind for r in records)  # noqa: E731
         mine = votes.filter(pl.col("game_id") == gid)
         assert mine.filter(pl.col("phase") == "revote").height == count("private_revote_reason")
         assert mine.filter(pl.col("phase") == "jury").height == count("private_jury_reason") == 6

@@ -64,7 +64,7 @@ def test_the_stage_plays_the_schedule_rates_and_reruns_only_new_games(project: P
     game_dirs = sorted(p.name for p in (results / "games").iterdir())
     assert game_dirs == sorted(g.game_id for g in schedule) and len(game_dirs) == 2
     logs = {gid: next((results / "games" / gid).glob("game_*.jsonl")) for gid in game_dirs}
-    for gid, log in logs.items():
+    for log in logs.values():
         assert read_game(log).ranks is not None
     with (results / "leaderboard.csv").open() as handle:
         rows = list(csv.DictReader(handle))

@@ -3,7 +3,6 @@ and no network request, model text stays text, and a replay steps forward and ba
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

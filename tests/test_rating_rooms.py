@@ -14,16 +14,23 @@ from pipeline.elimination.config import RatingSettings as EliminationRating
 from pipeline.elimination.ratings import leaderboard, rate
 from pipeline.elimination.schemas import LeaderboardSchema
 from pipeline.skate.metrics import metrics_json as skate_metrics_json
-from pipeline.skate.ranking import question_games, ratings as skate_ratings
+from pipeline.skate.ranking import question_games
+from pipeline.skate.ranking import ratings as skate_ratings
 from pipeline.skate.schemas import SkateRatingsSchema
 from pipeline.whoisspy.config import RatingSettings as WhoIsSpyRating
 from pipeline.whoisspy.metrics import (
     build_tables,
-    leaderboard as whoisspy_leaderboard,
-    metrics_json as whoisspy_metrics_json,
     rating_events,
-    ratings as whoisspy_ratings,
     variants_table,
+)
+from pipeline.whoisspy.metrics import (
+    leaderboard as whoisspy_leaderboard,
+)
+from pipeline.whoisspy.metrics import (
+    metrics_json as whoisspy_metrics_json,
+)
+from pipeline.whoisspy.metrics import (
+    ratings as whoisspy_ratings,
 )
 from pipeline.whoisspy.schemas import LeaderboardSchema as WhoIsSpyLeaderboardSchema
 from tests.test_whoisspy_schedule import bot_records
@@ -67,7 +74,7 @@ def test_elimination_leaderboard_and_metrics_carry_rank_intervals() -> None:
     assert (board["rank_lo"] <= board["rank"]).all() and (board["rank"] <= board["rank_hi"]).all()
     assert (board.filter(pl.col("model") != "ace")["rank_hi"] - board.filter(pl.col("model") != "ace")["rank_lo"]).max() >= 1
     metrics = elimination_metrics.metrics_json(board, pl.DataFrame({"model": []}, schema={"model": pl.String}))
-    for model, entry in metrics.items():
+    for entry in metrics.values():
         assert_contract(entry, with_intervals=True)
         assert entry["mu"] == entry["trueskill_mu"] and entry["rank"] == entry["trueskill_rank"]  # old keys kept
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from pipeline.core.schemas import CallsSchema, RosterCheckSchema, read_table

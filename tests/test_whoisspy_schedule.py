@@ -17,9 +17,24 @@ from pipeline.whoisspy.bots import describe
 from pipeline.whoisspy.config import RatingSettings, WhoIsSpyParams, load_whoisspy
 from pipeline.whoisspy.engine import GAME, run_game
 from pipeline.whoisspy.fouls import says_word
-from pipeline.whoisspy.metrics import ALL_MODELS, build_tables, leaderboard, metrics_json, rating_events, ratings, variants_table
+from pipeline.whoisspy.metrics import (
+    ALL_MODELS,
+    build_tables,
+    leaderboard,
+    metrics_json,
+    rating_events,
+    ratings,
+    variants_table,
+)
 from pipeline.whoisspy.schedule import build_schedule
-from pipeline.whoisspy.schemas import GamesSchema, LeaderboardSchema, SeatsSchema, SpeechesSchema, VariantsSchema, VotesSchema
+from pipeline.whoisspy.schemas import (
+    GamesSchema,
+    LeaderboardSchema,
+    SeatsSchema,
+    SpeechesSchema,
+    VariantsSchema,
+    VotesSchema,
+)
 from pipeline.whoisspy.words import ASSOCIATIONS, WORD_PAIRS
 from tests.conftest import REPO, models_params
 

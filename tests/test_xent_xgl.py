@@ -10,7 +10,14 @@ import asyncio
 
 import pytest
 
-from pipeline.xent.functions import cut_after, cut_before, num_words, only_uses_chars, only_uses_words, remove_common_words
+from pipeline.xent.functions import (
+    cut_after,
+    cut_before,
+    num_words,
+    only_uses_chars,
+    only_uses_words,
+    remove_common_words,
+)
 from pipeline.xent.runtime import ENSURE_LIMIT, ElicitRequest, MoveOutcome, RoundResult, run_round
 from pipeline.xent.testing import WordJudge
 from pipeline.xent.xgl import ParseError, parse_program

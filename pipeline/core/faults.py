@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import random
+
 from pydantic import Field, model_validator
 
 from pipeline.core.io import seed_from

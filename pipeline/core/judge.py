@@ -205,8 +205,10 @@ class Judge:
         torch_dtype = getattr(torch, dtype_name, None)
         if not isinstance(torch_dtype, torch.dtype):
             raise JudgeError(f"unknown dtype {dtype_name!r}; expected e.g. float32 or bfloat16")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
-        self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=torch_dtype).to(self.device)
+        # Any: transformers' stubs type decode() as str | list[str] and .to() as a bare Module
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.path))
+        loaded: Any = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=torch_dtype)
+        self.model: Any = loaded.to(self.device)
         self.model.eval()
         device_label = self.device
         if self.device.startswith("cuda"):
@@ -393,12 +395,9 @@ class Judge:
         if todo:
             nats = self._run([encoded for _, encoded in todo.values()])
             for (pair, (key, encoded)), values in zip(todo.items(), nats):
-                entry = {
-                    "tokens": self._scored_texts(pair[0], encoded),
-                    "bits": [v / _LN2 for v in values],
-                    "dropped": encoded.dropped,
-                }
-                if len(entry["tokens"]) != len(entry["bits"]):  # offsets and ids disagree: a tokenizer bug
+                tokens, bits = self._scored_texts(pair[0], encoded), [v / _LN2 for v in values]
+                entry = {"tokens": tokens, "bits": bits, "dropped": encoded.dropped}
+                if len(tokens) != len(bits):  # offsets and ids disagree: a tokenizer bug
                     raise JudgeError(f"token texts and scores of {pair[0]!r} do not line up")
                 self.cache.put(key, entry)
                 outcomes[pair] = self._from_entry(entry)

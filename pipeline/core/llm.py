@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from unittest import mock
 
 import polars as pl
@@ -328,7 +328,7 @@ def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
         rows.append(
             {
                 "token": get("token"),
-                "logprob": float(get("logprob")),
+                "logprob": float(cast(float, get("logprob"))),  # litellm always sets it
                 "top": [
                     [t["token"] if isinstance(t, dict) else t.token,
                      float(t["logprob"] if isinstance(t, dict) else t.logprob)]
@@ -637,7 +637,7 @@ class Gateway:
         return self.log.frame()
 
     def write_calls(self, path: str | os.PathLike[str]) -> None:
-        from pipeline.core.schemas import write_table, CallsSchema
+        from pipeline.core.schemas import CallsSchema, write_table
 
         write_table(path, self.calls_frame(), CallsSchema)
 

@@ -59,7 +59,7 @@ def gemma_weights_dir() -> Path:
         # copy look quantized and trigger another conversion on load
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # the attribute is loosely typed by transformers
         staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         model.save_pretrained(staging)
@@ -92,8 +92,10 @@ class LocalModel:
         self.path = Path(path)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
-        self.model = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype).to(self.device)
+        # Any: transformers' stubs type decode() as str | list[str] and .to() as a bare Module
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.path))
+        loaded: Any = AutoModelForCausalLM.from_pretrained(str(self.path), dtype=dtype)
+        self.model: Any = loaded.to(self.device)
         self.model.eval()
         self.dtype = str(dtype).removeprefix("torch.")
         self._lock = threading.Lock()

@@ -160,7 +160,7 @@ def measured_calls(results: str | os.PathLike[str]) -> pl.DataFrame:
                "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cache_hit": pl.Boolean, "error_kind": pl.Utf8}
     if not frames:
         return pl.DataFrame(schema={**columns, "kind": pl.Utf8})
-    calls = pl.concat([f.cast(columns) for f in frames])
+    calls = pl.concat([f.cast(columns) for f in frames])  # type: ignore[arg-type]  # polars' stubs want its own key types
     answered = calls.filter(~pl.col("cache_hit") & pl.col("error_kind").is_null() & (pl.col("attempt") > 0))
     return answered.unique(["job", "request_id", "attempt"]).with_columns(
         pl.col("job").map_elements(call_kind, return_dtype=pl.Utf8).alias("kind")
@@ -206,8 +206,9 @@ def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = F
     pin, pout = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if pin is None or pout is None:
         return None
-    if batch and info.get("input_cost_per_token_batches") is not None and info.get("output_cost_per_token_batches") is not None:
-        return float(info["input_cost_per_token_batches"]), float(info["output_cost_per_token_batches"])
+    batch_in, batch_out = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+    if batch and batch_in is not None and batch_out is not None:
+        return float(batch_in), float(batch_out)
     return float(pin) * discount, float(pout) * discount
 
 
@@ -454,7 +455,7 @@ def relative_error(planned: float | None, spent: float) -> float | None:
 
 
 def render_compare(table: pl.DataFrame) -> str:
-    def err(p: float | None, s: float) -> str:
+    def err(p: Any, s: Any) -> str:  # numbers of the table: ints, floats or sums of them
         e = relative_error(p, s)
         return "n/a" if e is None else f"{e:+.0%}"
 
@@ -471,7 +472,7 @@ def render_compare(table: pl.DataFrame) -> str:
         lines.append(
             f"total calls: planned {table['planned_calls'].sum()}, spent {table['spent_calls'].sum()} "
             f"({err(table['planned_calls'].sum(), table['spent_calls'].sum())}); cost: planned "
-            f"{_money(table['planned_cost_usd'].sum())}, spent {_money(table['spent_cost_usd'].sum())}"
+            f"{_money(float(table['planned_cost_usd'].sum()))}, spent {_money(float(table['spent_cost_usd'].sum()))}"
         )
     return "\n".join(lines)
 

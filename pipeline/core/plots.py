@@ -52,7 +52,9 @@ def save_chart(
                 chart.save(handle, format="html", inline=True)
             elif fmt == "png":
                 chart.save(handle, format="png", scale_factor=2)
+            elif fmt == "svg":
+                chart.save(handle, format="svg")
             else:
-                chart.save(handle, format=fmt)
+                raise ValueError(f"unknown plot format {fmt!r}; expected html, png or svg")
         written.append(target)
     return written

@@ -63,7 +63,7 @@ class ProbeGateway(Gateway):
         self.answer_from_cache = answer_from_cache
         self.requests: list[ProbedRequest] = []
 
-    async def complete(  # type: ignore[override]
+    async def complete(
         self,
         entry: Any,
         messages: Sequence[Message],

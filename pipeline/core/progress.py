@@ -19,6 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.io import write_json_atomic
 
@@ -121,7 +122,7 @@ def stage_progress(folder: Path, rooms: list[str] | None, started: float,
     return StageProgress(done, total, calls, hits, cost, elapsed, left)
 
 
-def _read(path: Path) -> dict | None:  # type: ignore[type-arg]
+def _read(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pipeline.core.roster import ProviderLimits
 
@@ -165,7 +165,7 @@ class LimitStore:
                 return None, max(_POLL_S, oldest + WINDOW_S - now)
         if self._in_flight(provider, limits, now, concurrency) >= int(concurrency):
             return None, _POLL_S
-        start_id = 0  # no rpm or tpm: nothing to count
+        start_id: int | None = 0  # no rpm or tpm: nothing to count
         if limits.rpm or limits.tpm:
             start_id = db.execute(
                 "INSERT INTO starts (provider, t, tokens) VALUES (?, ?, ?)", (provider, now, tokens)
@@ -276,7 +276,7 @@ class SharedLimiter:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="limit-store")
         self._heads: dict[tuple[int, str], asyncio.Lock] = {}
 
-    async def _call(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._thread, lambda: fn(*args, **kwargs))
 

@@ -120,7 +120,7 @@ def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Pat
         os.close(fd)
 
 
-def _watch(process: subprocess.Popen, folder: Path, targets: Sequence[str], root: Path,  # type: ignore[type-arg]
+def _watch(process: subprocess.Popen[bytes], folder: Path, targets: Sequence[str], root: Path,
            interval_s: float) -> int:
     label = " ".join(targets) or "all"
     rooms = sorted({t.split("_", 1)[0] for t in targets if "_" in t and "/" not in t}) or None

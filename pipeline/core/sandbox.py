@@ -46,7 +46,7 @@ PYTHON_FLAGS = ("-s", "-S")
 #: only its own process budget (RLIMIT_NPROC counts per real uid), never a neighbour's
 SLOT_UID_BASE = 61000
 #: exit codes of a process killed by these signals: which limit tripped
-_SIGNAL_LIMITS = {signal.SIGXCPU: "cpu", signal.SIGXFSZ: "output"}
+_SIGNAL_LIMITS: dict[int, str] = {int(signal.SIGXCPU): "cpu", int(signal.SIGXFSZ): "output"}
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "cannot allocate memory")
 _PROCESS_MARKERS = ("BlockingIOError: [Errno 11]", "Resource temporarily unavailable", "can't start new thread")
 
@@ -128,7 +128,7 @@ def _unshare_prefix(workdir: str, uid: int) -> list[str]:
     ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect_isolation() -> str:
     """The best isolation that works on this machine: "bwrap", "unshare" or "none"."""
     is_root = os.geteuid() == 0
@@ -259,7 +259,7 @@ def _uid_processes(uid: int) -> list[int]:
     return pids
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _become_subreaper() -> None:
     """Orphans of a sandbox (bwrap's pid-namespace init outlives its monitor) become our children
     so we can reap them at once; otherwise they wait as zombies for PID 1 and keep counting

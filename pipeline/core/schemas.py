@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pandera.polars as pa
 import polars as pl
@@ -48,12 +48,12 @@ class CallsSchema(StrictTable):
     )
     # the injected fault of this attempt (pipeline.core.faults), null for none. Optional so calls
     # tables written before the column existed still read (read_table adds it as nulls).
-    fault: Optional[str] = pa.Field(
+    fault: str | None = pa.Field(
         nullable=True,
         isin=["timeout", "rate_limit", "server", "empty", "malformed", "overlong"],
     )
     # true: answered through the provider's batch API (pipeline.core.batch); null: sent directly
-    batch: Optional[bool] = pa.Field(nullable=True)
+    batch: bool | None = pa.Field(nullable=True)
 
 
 CALLS_DTYPES: dict[str, Any] = {
@@ -175,7 +175,7 @@ def _read_parquet(path: str | os.PathLike[str]) -> pl.DataFrame:
     if not Path(path).exists():
         raise TableError(f"{path}: missing (the stage that writes it has not run)")
     try:
-        return pl.read_parquet(path)
+        return pl.read_parquet(Path(path))
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a corrupt file
         raise TableError(f"{path}: unreadable parquet ({exc}); delete it and rerun its stage") from None
 

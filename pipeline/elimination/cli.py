@@ -50,7 +50,7 @@ def _cmd_play_shard(args: argparse.Namespace) -> int:
     from pipeline.core.roster import load_models
     from pipeline.core.shards import ShardGame, run_shard, split_ids
     from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import game_spec, play_game
+    from pipeline.elimination.engine import GameSpec, game_spec, play_game
     from pipeline.elimination.schedule import build_schedule
 
     params = load_elimination_params(args.params)

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.core.params import load_params
 from pipeline.core.params import StrictParams as Strict
+from pipeline.core.params import load_params
 from pipeline.core.trueskill_settings import with_defaults
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed

@@ -310,7 +310,8 @@ class EliminationGame:
     async def private_subrounds(self, pairs: Sequence[tuple[str, str]]) -> None:
         for index, (subround, limit) in enumerate(zip(records.PRIVATE_SUBROUNDS, self.spec.words.private), 1):
 
-            async def exchange(pair: tuple[str, str]) -> list[tuple[PrivateLine, LimitedText]]:
+            async def exchange(pair: tuple[str, str], subround: int = subround, limit: int = limit,
+                               index: int = index) -> list[tuple[PrivateLine, LimitedText]]:
                 said: list[tuple[PrivateLine, LimitedText]] = []
                 for speaker, target in (pair, pair[::-1]):
                     text = await self.say(speaker, "private", f"r{self.round}/private{subround}/{speaker}",

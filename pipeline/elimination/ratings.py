@@ -13,11 +13,10 @@ never tie (draw probability 0). A game with fewer than two distinct models is no
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from pipeline.core.io import seed_from
-import numpy as np
-
 from pipeline.core.rating import FreeForAll, RatingParams, pass_ratings, rating_summary
 from pipeline.elimination.config import RatingSettings
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import polars as pl
-
 from pipeline.core.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
 from pipeline.core.room import RoomInputs
 

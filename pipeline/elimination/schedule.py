@@ -120,7 +120,7 @@ def build_schedule(params: EliminationParams, models: ModelsParams,
                    source: str = "params/elimination.yaml") -> list[ScheduledGame]:
     _check_lineups(params, models, source)
     sched = params.schedule
-    lineups = [list(l) for l in sched.lineups]
+    lineups = [list(lineup) for lineup in sched.lineups]
     if sched.lineups_per_player:
         lineups += generated_lineups(sched.players, params.seats, sched.lineups_per_player)
     games: list[ScheduledGame] = []

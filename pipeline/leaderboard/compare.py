@@ -8,14 +8,13 @@ import argparse
 import sys
 from pathlib import Path
 
-
 import polars as pl
 
 from pipeline.core.io import write_text_atomic
+from pipeline.core.room import RoomInputs
 from pipeline.leaderboard.combine import BenchmarkBoard, Rating, benchmark_board, combine, rank_text
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
 from pipeline.leaderboard.report import Report
-from pipeline.core.room import RoomInputs
 from pipeline.leaderboard.sources import load_rooms
 
 

@@ -19,6 +19,7 @@ from pipeline.leaderboard.site import BenchmarkSite, build_site
 from pipeline.leaderboard.sources import load_rooms
 from pipeline.leaderboard.stamp import Stamp, git_commit
 
+
 @dataclass
 class Published:
     models: int

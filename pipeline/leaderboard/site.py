@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.replay import ReplaySet
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
 from pipeline.leaderboard.combine import BenchmarkBoard, CombinedEntry, overlapping, rank_text
 from pipeline.leaderboard.markdown import fmt
-from pipeline.core.replay import ReplaySet
 from pipeline.leaderboard.stamp import Stamp
 from pipeline.leaderboard.templates import render, render_source
 

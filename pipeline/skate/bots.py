@@ -16,11 +16,10 @@ their exact p(correct) is their accuracy.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from typing import Any
-
-import math
 
 from pipeline.core.llm import TokenLogprob
 from pipeline.core.players import BotPolicy, BotReply, MoveRequest, register_bot

@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.params import ParamsError, load_params
+from pipeline.core.params import StrictParams as Strict
 from pipeline.core.roster import ModelsParams
 from pipeline.core.sandbox import SandboxLimits
-from pipeline.core.params import StrictParams as Strict
 from pipeline.core.trueskill_settings import with_defaults
 
 Strategy = Literal[

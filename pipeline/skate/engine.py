@@ -27,6 +27,7 @@ from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import answer_question, refuse_without_logprobs, summary_row
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.prompts import ContextItem, FailedAttempt, render_context, render_failures, setter_messages
+from pipeline.skate.rounds import read_json, round_questions
 from pipeline.skate.schedule import (
     AnswerJob,
     GenerateJob,
@@ -35,7 +36,6 @@ from pipeline.skate.schedule import (
     generate_path,
     round_path,
 )
-from pipeline.skate.rounds import read_json, round_questions
 from pipeline.skate.schemas import PCorrectSchema, SamplesSchema
 from pipeline.skate.verify import verify_question
 

@@ -9,6 +9,7 @@ import polars as pl
 
 from pipeline.core.plots import save_chart
 
+
 def trueskill_history(history: pl.DataFrame) -> alt.TopLevelMixin:
     data = history.with_columns(lo=pl.col("mu") - pl.col("sigma"), hi=pl.col("mu") + pl.col("sigma")).to_dicts()
     base = alt.Chart(alt.Data(values=data)).encode(

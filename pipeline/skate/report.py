@@ -30,6 +30,7 @@ from pipeline.skate.schemas import (
     VarianceSchema,
 )
 
+
 def _questions_tables(schedule: Schedule, out: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     attempts, setter_rounds = [], []
     for job in schedule.generate.values():

@@ -8,7 +8,6 @@ from pipeline.core.schemas import RatingSummarySchema, StrictTable
 from pipeline.skate.verify import FAILURE_KINDS
 
 
-
 class QuestionsSchema(StrictTable):
     """One row per setter attempt: what was written, what the sandbox printed, why it failed."""
 

@@ -30,8 +30,8 @@ from pipeline.xent.config import load_xent
 from pipeline.xent.schemas import (
     MapsSchema,
     RewardsSchema,
-    RoundStatusSchema,
     RoundsSchema,
+    RoundStatusSchema,
     ScoresSchema,
     XentRatingsSchema,
 )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.core.registry import Benchmark
-
 from coinflip.replay import replays
 from coinflip.schemas import GamesSchema
+from pipeline.core.registry import Benchmark
 
 BENCHMARK = Benchmark(
     name="coinflip",

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import polars as pl
 
+from coinflip.config import CoinflipParams
+from coinflip.schemas import GamesSchema
 from pipeline.core.io import content_id, seed_from, write_json_atomic
 from pipeline.core.rating import Pairwise, RatingParams, rating_summary
 from pipeline.core.schemas import write_table
-
-from coinflip.config import CoinflipParams
-from coinflip.schemas import GamesSchema
 
 
 def schedule(params: CoinflipParams) -> dict[str, tuple[str, str, int]]:
