@@ -1,11 +1,11 @@
 """Import of the original Elimination Game's real public logs, as its leaderboard read them.
 
-Reads a directory of the original's logs (default: the 60 logs of shared/samples/elimination-corpus,
-else the 7 copied into tests/data), rates them with the original's procedure at the default
-settings, and reports what issue 14 asks about: logs read and skipped (the reader before issue
-14 rejected every log with an invalid-vote marker or seat-keyed final ranks: counted here from
-the files themselves as the baseline), games whose recorded ranks differ from the records,
-memory notes, and the time.
+Reads a directory of the original's logs (default: the 60 logs of the public corpus sample in a
+folder beside the project, when present, else the 7 copied into tests/data), rates them with the
+original's procedure at the default settings, and reports what issue 14 asks about: logs read and
+skipped (the reader before issue 14 rejected every log with an invalid-vote marker or seat-keyed
+final ranks: counted here from the files themselves as the baseline), games whose recorded ranks
+differ from the records, memory notes, and the time.
 
     .venv/bin/python bench/elimination_corpus.py [--corpus DIR]
 """

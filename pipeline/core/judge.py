@@ -1,6 +1,6 @@
 """The judge: cross-entropy of strings under a causal language model, scored in batches.
 
-Measures (spec: specs/xent.md, "Judge and measures"), all in bits:
+Measures (docs/judge.md and docs/xent.md, "Judge scoring"), all in bits:
 - `xent(s | x)`: per-token cross-entropy of the tokens of s after the prefix x. x and s are
   tokenized separately and their ids concatenated; which tokens are scored is the judge's
   `scoring` option (the same for `xent(s)` and `xent(s | x)`, so they can be subtracted per token):

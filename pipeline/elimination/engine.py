@@ -1,6 +1,6 @@
 """One Elimination Game from the first public statement to the jury, written as the original's log.
 
-Rules (spec: specs/elimination.md), with the choices the spec leaves open:
+Rules (docs/elimination.md), with the choices the rules leave open:
 - Speaking order (public statements, tie-break statements, pleas) and proposing order are seeded
   shuffles; each speaker sees what was said before it. Rankings, votes and jury votes are asked
   at the same time and are secret.

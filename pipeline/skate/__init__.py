@@ -1,1 +1,1 @@
-"""SKATE: models set and answer verifiable code-output-prediction questions (specs/skate.md)."""
+"""SKATE: models set and answer verifiable code-output-prediction questions (docs/skate.md)."""

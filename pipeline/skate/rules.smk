@@ -1,4 +1,4 @@
-# SKATE (specs/skate.md): models set code-output-prediction questions for each other and answer them.
+# SKATE (docs/skate.md): models set code-output-prediction questions for each other and answer them.
 #   generate (round, setter) -> round (round) -> answer (round, answerer) -> rate -> report
 # Every job's output is named by a content id of what decides it (see pipeline/skate/schedule.py);
 # a setter's attempts run the sandbox and the uniqueness check inside its generate job, because
@@ -88,7 +88,7 @@ rule skate_report:
         "{PYTHON} -m pipeline skate report {SKATE_ARGS} 2> {log}"
 
 
-# The paper's analyses (docs/skate_analyses.md): stability as models join and re-ranking with
+# The paper's analyses (docs/skate.md): stability as models join and re-ranking with
 # the answer-only models re-rate the game's own tables; the strategy comparison plays the same
 # roster once per augmentation strategy (the response cache makes repeated model calls free).
 rule skate_analyses:

@@ -1,1 +1,1 @@
-"""Xent: cross-entropy games written in XGL, scored by a judge language model (specs/xent.md)."""
+"""Xent: cross-entropy games written in XGL, scored by a judge language model (docs/xent.md)."""

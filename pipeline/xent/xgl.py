@@ -1,4 +1,4 @@
-"""XGL programs: parsing and static checks (specs/xent.md, "XGL").
+"""XGL programs: parsing and static checks (docs/xent.md, "XGL functions and operators").
 
 A program has at most 64 lines; each line is blank, a `#` comment, or one instruction call that
 parses as a Python expression. Nothing here ever runs Python: each line's syntax tree is walked
