@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test clean-results
+.PHONY: setup demo test lint clean-results
 
 setup: $(STAMP)
 
@@ -34,7 +34,7 @@ demo: setup
 	@echo
 	@echo "Results are under $(CURDIR)/results/:"
 	@echo "  results/roster/check.parquet   who answered (reachable, latency_s, cost_usd)"
-	@echo "  results/roster/metrics.json    the same as DVC metrics (dvc metrics show)"
+	@echo "  results/roster/metrics.json    who is reachable, as DVC metrics (dvc metrics show)"
 	@echo "  results/roster/calls.parquet   every model call (tokens, cost, cache hits)"
 	@echo "  results/skate/                 questions, p(correct), ratings, metrics.json, plots/"
 	@echo "  results/elimination/           game logs (original format), leaderboard.csv, metrics.json, plots/"
@@ -45,7 +45,12 @@ demo: setup
 	@echo
 	@echo "Leaderboard site (opens offline): $(CURDIR)/results/leaderboard/site/index.html"
 
-test: setup
+# ruff over the code and tests, mypy over the shared core (settings in pyproject.toml)
+lint: setup
+	$(BIN)/ruff check pipeline tests bench
+	$(BIN)/mypy
+
+test: setup lint
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
 
 clean-results:
