@@ -80,7 +80,7 @@ def test_params_errors_say_what_is_expected(tmp_path: Path) -> None:
         load_elimination_params(path)
     text = str(info.value)
     assert "words.private" in text and "exactly three" in text
-    assert "rating.passes" in text and "random orders of the games" in text
+    assert "rating.passes" in text and "seeded random game orders" in text
 
 
 def test_the_demo_params_put_the_local_model_in_one_seat_and_bots_elsewhere() -> None:

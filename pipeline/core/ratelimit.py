@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import sqlite3
 import time
@@ -118,9 +119,22 @@ class LimitStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._setup()
+
+    def _setup(self, deadline_s: float = 60.0) -> None:
+        """WAL mode and the tables. Switching to WAL takes an exclusive lock that SQLite's busy timeout
+        does not wait for, so job processes starting together on a new file retry it."""
+        give_up = time.monotonic() + deadline_s
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > give_up:
+                    raise
+                time.sleep(0.05 + random.random() * 0.1)
 
     # -- one transaction each ----------------------------------------------------------
     def _transaction(self, work: Callable[[], T]) -> T:
