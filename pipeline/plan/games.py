@@ -8,6 +8,7 @@ an unknown cost for an API model (never a made-up number); local models and bots
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -102,9 +103,55 @@ def estimate_xent(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     return _estimates(context, "xent", f"xent/{play.game}", seats, None, "")
 
 
+def _shard_games(context: PlanContext, room: str, seats_by_game: dict[str, Any], shard_id: str) -> list[str]:
+    """The games of one shard job, split as the room's rules split them (pipeline.core.shards)."""
+    from pipeline.core.shards import jobs_for_games
+
+    key = f"{room}-shards"
+    if key not in context.loaded:
+        context.loaded[key] = jobs_for_games(seats_by_game, context.path(context.models_path))[1]
+    return context.loaded[key].get(shard_id, [])
+
+
+def _summed(estimates: list[CallEstimate]) -> list[CallEstimate]:
+    """One row per model for a job that plays several games: calls and tokens added up."""
+    by_model: dict[str, CallEstimate] = {}
+    for e in estimates:
+        seen = by_model.get(e.model)
+        by_model[e.model] = e if seen is None else dataclasses.replace(
+            seen, calls=seen.calls + e.calls, cached=seen.cached + e.cached,
+            prompt_tokens=seen.prompt_tokens + e.prompt_tokens, reply_tokens=seen.reply_tokens + e.reply_tokens,
+            tokens_known=seen.tokens_known and e.tokens_known)
+    return [by_model[name] for name in sorted(by_model)]
+
+
+def estimate_whoisspy_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import build_schedule
+
+    source = "params/whoisspy.yaml"
+    params = load_whoisspy(context.path(source))
+    games = {g.game_id: g for g in build_schedule(params, context.models, source=source)}
+    shard = _shard_games(context, "whoisspy", {g: games[g].seats for g in games}, job.wildcards["shard_id"])
+    return _summed([e for game_id in shard for e in estimate_whoisspy(
+        dataclasses.replace(job, wildcards={"game_id": game_id}), context)])
+
+
+def estimate_elimination_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    from pipeline.elimination.schedule import schedule_from_files
+
+    games = {g.game_id: g for g in schedule_from_files(context.path("params/elimination.yaml"),
+                                                        context.path("params/models.yaml"))}
+    shard = _shard_games(context, "elimination", {g: games[g].seats for g in games}, job.wildcards["shard_id"])
+    return _summed([e for game_id in shard for e in estimate_elimination(
+        dataclasses.replace(job, wildcards={"game_id": game_id}), context)])
+
+
 ESTIMATORS = {
     "whoisspy_game": estimate_whoisspy,
+    "whoisspy_shard": estimate_whoisspy_shard,
     "elimination_game": estimate_elimination,
+    "elimination_shard": estimate_elimination_shard,
     "xent_play": estimate_xent,
 }
 
