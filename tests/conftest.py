@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pipeline  # noqa: F401  (first: sets the offline environment before litellm loads)
+
+# isort: split
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +14,6 @@ import litellm
 import pytest
 import yaml
 
-import pipeline  # noqa: F401,I001  (first: sets the offline environment before litellm loads)
 from pipeline.core.roster import ModelsParams
 
 REPO = Path(__file__).resolve().parents[1]
