@@ -47,7 +47,7 @@ def _remove_stale_temps(target: Path) -> None:
     host = _OWNER.rsplit("-", 1)[0]
     for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(host)}-*.tmp"):
         pid = temp.name[len(target.name) + len(host) + 3:].split(".", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         try:
             temp.unlink()
@@ -55,7 +55,8 @@ def _remove_stale_temps(target: Path) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id lives on this machine (another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pipeline.core.io import pid_alive
 from pipeline.core.roster import ProviderLimits
 
 T = TypeVar("T")
@@ -100,16 +101,6 @@ class EffectiveLimits:
             adaptive=limits.adaptive,
             lease_timeout_s=lease_timeout_s,
         )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class LimitStore:
@@ -275,7 +266,7 @@ class LimitStore:
         if count < int(concurrency):
             return int(count)
         owners = db.execute("SELECT DISTINCT host, pid FROM leases WHERE provider = ?", (provider,)).fetchall()
-        dead = [(host, pid) for host, pid in owners if host == _HOST and not _alive(pid)]
+        dead = [(host, pid) for host, pid in owners if host == _HOST and not pid_alive(pid)]
         db.executemany("DELETE FROM leases WHERE provider = ? AND host = ? AND pid = ?",
                        [(provider, host, pid) for host, pid in dead])
         db.execute("DELETE FROM leases WHERE provider = ? AND t < ?", (provider, now - limits.lease_timeout_s))
