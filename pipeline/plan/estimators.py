@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.plan import NO_MODEL, CallEstimate, PlannedJob
+from pipeline.core.registry import names as benchmark_names
 from pipeline.core.roster import ModelsParams
 
 
@@ -53,7 +54,8 @@ def benchmark_of(rule: str, rooms: Iterable[str]) -> str:
 
 def estimate_jobs(jobs: Iterable[PlannedJob], context: PlanContext) -> list[tuple[str, PlannedJob, CallEstimate]]:
     registry = _registry()
-    rooms = [p.name for p in (Path(__file__).parents[1]).iterdir() if (p / "rules.smk").exists()]
+    # the registered benchmarks (pipeline.core.registry) plus the stages around them
+    rooms = [*benchmark_names(), "roster", "leaderboard"]
     found = []
     for job in jobs:
         benchmark = benchmark_of(job.rule, rooms)
