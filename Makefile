@@ -45,10 +45,12 @@ demo: setup
 	@echo
 	@echo "Leaderboard site (opens offline): $(CURDIR)/results/leaderboard/site/index.html"
 
-# ruff over the code and tests, mypy over the shared core (settings in pyproject.toml)
+# ruff over the code and tests, mypy over the shared core (settings in pyproject.toml), and
+# Snakemake's own linter over the workflow (it exits non-zero on any lint)
 lint: setup
 	$(BIN)/ruff check pipeline tests bench
 	$(BIN)/mypy
+	PATH="$(BIN):$$PATH" $(BIN)/snakemake --lint text --quiet
 
 test: setup lint
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest

@@ -2,13 +2,15 @@
 # each pipeline/<name>/benchmark.py and its rules.smk), then the leaderboard that combines them. Each
 # part adds its final outputs to ALL_TARGETS, which the default target `all` builds.
 #   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
-import sys
+import os
 
 from pipeline.core.registry import benchmarks as registered_benchmarks
+from pipeline.core.workflow import interpreter_on_path
 
-# rules call the package with the interpreter running Snakemake (the project's venv), whatever
-# `python` on PATH is
-PYTHON = sys.executable
+# rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
+# whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
+interpreter_on_path()
+PIPELINE_ENV = os.path.join(workflow.basedir, "envs", "pipeline.yaml")  # every rule's `conda:`
 ALL_TARGETS = []
 BENCHMARKS = registered_benchmarks()
 

@@ -73,15 +73,16 @@ def source_tree(ref: str | None, into: Path) -> Path:
     """This working tree (ref None) or the files of commit `ref`: Snakefile, params, pipeline."""
     into.mkdir(parents=True)
     if ref is None:
-        for name in ("Snakefile", "params", "pipeline", "profiles"):
+        for name in ("Snakefile", "params", "pipeline", "profiles", "envs"):
             src = REPO / name
             if src.is_dir():
                 shutil.copytree(src, into / name, ignore=shutil.ignore_patterns("__pycache__"))
             else:
                 shutil.copy2(src, into / name)
         return into
-    blob = subprocess.run(["git", "archive", ref, "Snakefile", "params", "pipeline", "profiles"], cwd=REPO,
-                          check=True, capture_output=True).stdout
+    names = [n for n in ("Snakefile", "params", "pipeline", "profiles", "envs")  # envs/: newer commits only
+             if subprocess.run(["git", "cat-file", "-e", f"{ref}:{n}"], cwd=REPO, capture_output=True).returncode == 0]
+    blob = subprocess.run(["git", "archive", ref, *names], cwd=REPO, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as archive:
         archive.extractall(into, filter="data")
     return into

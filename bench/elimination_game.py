@@ -40,8 +40,8 @@ def cli_run(work: Path) -> float:
                             capture_output=True, text=True, check=True)
     game_id = listed.stdout.split()[0]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pipeline", "elimination", "play", "--game-id", game_id,
-                    "--out", str(work / "game")], cwd=work, capture_output=True, text=True, check=True)
+    subprocess.run([sys.executable, "-m", "pipeline", "elimination", "play", game_id,
+                    "--out", str(work / "games")], cwd=work, capture_output=True, text=True, check=True)
     return time.perf_counter() - started
 
 

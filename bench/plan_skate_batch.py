@@ -12,7 +12,6 @@ Writes bench/results/plan_skate_batch.json.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -32,13 +31,12 @@ ROSTER = [
 
 
 def main() -> None:
+    from pipeline.core.workflow import copy_workflow
     from pipeline.plan.run import plan_targets
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        shutil.copy2(REPO / "Snakefile", root / "Snakefile")
-        shutil.copytree(REPO / "params", root / "params")
-        shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+        copy_workflow(REPO, root, ("Snakefile", "params", "pipeline", "profiles", "envs"))
         models = yaml.safe_load((root / "params/models.yaml").read_text())
         models["roster"] = ROSTER
         models["gateway"]["cache_dir"] = str(root / ".cache/responses")

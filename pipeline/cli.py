@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import logging
 import pkgutil
@@ -81,13 +82,18 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
 
 
 def command_modules() -> list[ModuleType]:
-    """The `cli` modules of the package's rooms, in name order."""
+    """The `cli` modules of the package's rooms, in name order, then those of the registered
+    benchmarks that live outside the package (an entry point, PIPELINE_BENCHMARKS)."""
     import pipeline
+    from pipeline.core.registry import benchmarks
 
     found = []
     for info in sorted(pkgutil.iter_modules(pipeline.__path__), key=lambda i: i.name):
         if info.ispkg and (Path(pipeline.__path__[0]) / info.name / "cli.py").exists():
             found.append(importlib.import_module(f"pipeline.{info.name}.cli"))
+    for bench in benchmarks():
+        if not bench.package.startswith("pipeline.") and importlib.util.find_spec(f"{bench.package}.cli"):
+            found.append(importlib.import_module(f"{bench.package}.cli"))
     return found
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pipeline  # noqa: F401  (first: sets the offline environment before litellm loads)
 
 # isort: split
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -69,13 +68,9 @@ def fake_provider() -> Iterator[ScriptedProvider]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the project's workflow files in a temp dir (the package runs from its install)."""
-    for name in ("Snakefile", "dvc.yaml", ".dvcignore"):
-        if (REPO / name).exists():
-            shutil.copy2(REPO / name, tmp_path / name)
-    shutil.copytree(REPO / "params", tmp_path / "params")
-    shutil.copytree(REPO / "pipeline", tmp_path / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "profiles", tmp_path / "profiles")  # the workflow profile: the shared flags
-    return tmp_path
+    from pipeline.core.workflow import copy_workflow
+
+    return copy_workflow(REPO, tmp_path)
 
 
 def write_roster(project_dir: Path, roster: list[dict[str, Any]], **extra: Any) -> Path:

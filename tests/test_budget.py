@@ -112,7 +112,7 @@ def test_a_snakemake_run_stops_at_the_budget_and_resumes(tmp_path: Path) -> None
     targets = game_targets(project)[:2]  # the two whoisspy games (the rating job adds no spend)
     stopped = snakemake(project, "--cores", "1", *targets, check=False)
     assert stopped.returncode != 0
-    assert "Error in rule whoisspy_game" in stopped.stdout + stopped.stderr
+    assert "Error in rule whoisspy_play" in stopped.stdout + stopped.stderr
     logs = "".join(p.read_text() for p in (results / "logs/games").glob("*.log"))
     assert "error: spend budget reached" in logs and "Raise gateway.budget_usd and rerun" in logs
     played = sorted(p.name for p in (results / "games").glob("*.json"))

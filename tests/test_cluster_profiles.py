@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def test_the_slurm_profile_plans_the_demo(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p")
     planned = planned_jobs(project, "--profile", "profiles/slurm", "whoisspy_all")
-    assert planned == {"whoisspy_game": 2, "whoisspy_rate": 1, "whoisspy_all": 1}
+    assert planned == {"whoisspy_play": 2, "whoisspy_rate": 1, "whoisspy_report": 1, "whoisspy_all": 1}
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
     assert profile["executor"] == "slurm" and "--rerun-incomplete" not in profile
     # rules that need a GPU get one GPU (gres/gpu) on the GPU partition

@@ -89,7 +89,7 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
     assert f"{second}.calls.parquet" in refused.stdout + refused.stderr
 
     # 3. the documented resume: only the interrupted game is played again, from the cache
-    assert planned_jobs(project, *RESUME) == {"whoisspy_game": 1, "whoisspy_rate": 1, "whoisspy_all": 1}
+    assert planned_jobs(project, *RESUME) == {"whoisspy_play": 1, "whoisspy_rate": 1, "whoisspy_report": 1, "whoisspy_all": 1}
     resume(project)
     after = mtimes(games)
     assert after[f"{first}.json"] == before[f"{first}.json"]  # the finished game was not replayed
@@ -144,7 +144,7 @@ def test_kill_mid_game_with_the_embedded_model_then_resume(tmp_path: Path) -> No
     assert answered
     stamps = mtimes(games)
 
-    assert planned_jobs(project, "--rerun-incomplete", *targets) == {"whoisspy_game": 1}
+    assert planned_jobs(project, "--rerun-incomplete", *targets) == {"whoisspy_play": 1}
     snakemake(project, "--unlock", *targets)
     snakemake(project, "--rerun-incomplete", "--cores", "2", *targets)
     sent = check_no_request_sent_twice(project)

@@ -79,7 +79,7 @@ def test_plan_counts_calls_before_a_run_and_cache_hits_with_the_gateways_own_key
     round_file.parent.mkdir(parents=True)
     round_file.write_text(json.dumps({"job_id": schedule.rounds[1].job_id, "round": 1, "questions": [QUESTION], "no_question": []}))
     job = schedule.answers[(1, "gpt-mini")].job_id
-    answered = _run(project, "-m", "pipeline", "skate", "answer", job)
+    answered = _run(project, "-m", "pipeline", "skate", "play", job)
     assert answered.returncode == 0, answered.stderr
     calls = pl.read_parquet(project / "results/skate" / answer_paths("", job)["calls"])
     sent = calls.filter(~pl.col("cache_hit")).height

@@ -4,6 +4,7 @@ reaches the leaderboard and its site without a line changed elsewhere."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -15,10 +16,12 @@ import pytest
 import yaml
 
 from pipeline.core.registry import Benchmark, RegistryError, benchmarks
+from pipeline.core.verbs import VERBS, job_ids
+from pipeline.core.workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "tests" / "example_benchmark"
-SHARED_DEPS = {"Snakefile", "pipeline/core", "params/models.yaml"}
+SHARED_DEPS = {"Snakefile", "envs/pipeline.yaml", "pipeline/core", "params/models.yaml"}
 
 
 def dvc_stages() -> dict[str, dict]:
@@ -75,10 +78,7 @@ def test_a_bad_declaration_is_refused_with_its_name() -> None:
 
 def example_project(root: Path) -> Path:
     """A copy of the workflow with only the example benchmark's rules (the others are left out)."""
-    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
-    shutil.copytree(REPO / "params", root / "params")
-    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "profiles", root / "profiles")
+    copy_workflow(REPO, root, ("Snakefile", "params", "pipeline", "profiles", "envs"))
     for bench in benchmarks():
         (root / "pipeline" / bench.name / "rules.smk").unlink()
     shutil.copy2(EXAMPLE / "coinflip.yaml", root / "params" / "coinflip.yaml")
@@ -114,3 +114,43 @@ def test_example_benchmark_runs_end_to_end_and_reaches_the_leaderboard(tmp_path:
     (project / "params/coinflip.yaml").write_text(yaml.safe_dump(params))
     plan = run(project, "-n", "coinflip_all")
     assert ["coinflip_play", "18"] in [line.split() for line in plan.splitlines()], plan[-2000:]
+
+
+def benchmark_verbs(name: str) -> dict[str, argparse.ArgumentParser]:
+    from pipeline.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    room = commands.choices[name]
+    return next(a for a in room._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+@pytest.mark.parametrize("bench", benchmarks(), ids=lambda b: b.name)
+def test_every_benchmark_answers_the_shared_verbs_with_the_shared_arguments(bench: Benchmark) -> None:
+    verbs = benchmark_verbs(bench.name)
+    assert set(VERBS) <= set(verbs), f"{bench.name} lacks {set(VERBS) - set(verbs)}"
+    for verb in VERBS:
+        args = verbs[verb].parse_args(["0123456789abcdef"] if verb == "play" else [])
+        assert args.params == bench.params_file and args.models == "params/models.yaml", verb
+        assert args.out.startswith(bench.results), (verb, args.out)
+    play = verbs["play"].parse_args(["a,b", "c", "a", "--marker", "m.json"])
+    assert job_ids(play) == ["a", "b", "c"] and play.marker == "m.json"
+    assert verbs["schedule"].parse_args(["--json"]).json is True
+
+
+def test_rules_are_named_after_the_verbs() -> None:
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    rules = set(done.stdout.split())
+    for bench in benchmarks():
+        assert {f"{bench.name}_rate", f"{bench.name}_report", bench.final_rule} <= rules, bench.name
+        assert all(r.startswith(("roster_", "publish", "leaderboard_", "all")) or
+                   any(r.startswith(f"{b.name}_") for b in benchmarks()) for r in rules)
+
+
+def test_play_names_the_schedule_command_for_an_unknown_job(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli import main
+
+    for bench in benchmarks():
+        assert main([bench.name, "play", "0123456789abcdef"]) == 2, bench.name
+        err = capsys.readouterr().err
+        assert "0123456789abcdef" in err and f"python -m pipeline {bench.name} schedule" in err, (bench.name, err)

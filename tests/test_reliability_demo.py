@@ -85,7 +85,7 @@ def test_the_cluster_generic_executor_gives_the_same_tables(clean_run: Path, tmp
     # every job ran as its own background process, through the submit script
     exits = list((project / ".snakemake/local-cluster").glob("*.exit"))
     games = len(list((project / "results/whoisspy/games").glob("*.json")))
-    assert len(exits) == games + 1  # each game, and the rating job
+    assert len(exits) == games + 2  # each game, the rate job and the report job
     assert all(e.read_text().strip() == "0" for e in exits)
 
 
@@ -110,8 +110,8 @@ def test_adding_a_model_runs_only_its_jobs_and_removing_it_restores_the_ratings(
     write_yaml(project / "params/elimination.yaml", elimination)
 
     planned = planned_jobs(project, *TARGETS)
-    assert planned == {"whoisspy_game": 2, "whoisspy_rate": 1, "whoisspy_all": 1,
-                       "elimination_game": 1, "elimination_ratings": 1, "elimination_all": 1}, planned
+    assert planned == {"whoisspy_play": 2, "whoisspy_rate": 1, "whoisspy_report": 1, "whoisspy_all": 1,
+                       "elimination_play": 1, "elimination_rate": 1, "elimination_report": 1, "elimination_all": 1}, planned
     snakemake(project, "--cores", "2", *TARGETS)
     after_games = {k: v for k, v in mtimes(results).items() if "/games/" in k}
     assert all(after_games[k] == v for k, v in before_games.items())  # no existing game replayed
@@ -129,7 +129,7 @@ def test_adding_a_model_runs_only_its_jobs_and_removing_it_restores_the_ratings(
     write_yaml(project / "params/whoisspy.yaml", WHOISSPY)
     write_yaml(project / "params/elimination.yaml", ELIMINATION)
     planned = planned_jobs(project, *TARGETS)
-    assert planned == {"whoisspy_rate": 1, "whoisspy_all": 1, "elimination_ratings": 1, "elimination_all": 1}, planned
+    assert planned == {"whoisspy_rate": 1, "whoisspy_report": 1, "whoisspy_all": 1, "elimination_rate": 1, "elimination_report": 1, "elimination_all": 1}, planned
     snakemake(project, "--cores", "2", *TARGETS)
     for name in RATING_FILES:
         assert (results / name).read_bytes() == before_bytes[name], name

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from pipeline.core.workflow import copy_workflow
 from tests.conftest import REPO
 
 PYTHON_BIN = Path(sys.executable).parent
@@ -72,12 +72,7 @@ def make_project(
 ) -> Path:
     """A temp copy of the workflow with a small demo in params/ (cache and ledger inside it).
     One job per game unless `parallel` says otherwise (test_shards.py runs shards)."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
-    shutil.copytree(REPO / "params", root / "params", dirs_exist_ok=True)
-    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"),
-                    dirs_exist_ok=True)
-    shutil.copytree(REPO / "profiles", root / "profiles", dirs_exist_ok=True)
+    copy_workflow(REPO, root, ("Snakefile", "params", "pipeline", "profiles", "envs"))
     write_models(root, roster or MOCK_ROSTER, gateway, parallel)
     write_yaml(root / "params/whoisspy.yaml", whoisspy or WHOISSPY)
     write_yaml(root / "params/elimination.yaml", elimination or ELIMINATION)

@@ -64,7 +64,7 @@ def test_a_killed_shard_run_resumes_with_the_same_command(tmp_path: Path) -> Non
     with LoopbackServer(latency_s=0.4, reply=lambda messages: "P2", max_requests=4000, max_seconds=280) as server:
         project = make_project(tmp_path / "p", roster=api_roster(server.url), whoisspy=WHOISSPY,
                                elimination=ELIMINATION, gateway={"rate_limit_patience_s": 60}, parallel=SHARDS)
-        assert planned_jobs(project, "whoisspy_all") == {"whoisspy_shard": 1, "whoisspy_rate": 1, "whoisspy_all": 1}
+        assert planned_jobs(project, "whoisspy_all") == {"whoisspy_shard": 1, "whoisspy_rate": 1, "whoisspy_report": 1, "whoisspy_all": 1}
         games = project / "results/whoisspy/games"
 
         first = run(project, "whoisspy_all", background=True)
@@ -99,7 +99,7 @@ def test_a_killed_shard_run_resumes_with_the_same_command(tmp_path: Path) -> Non
     make_project(single, roster=api_roster(server.url), whoisspy=WHOISSPY, elimination=ELIMINATION,
                  gateway={"rate_limit_patience_s": 60}, parallel={"games_per_job": 0})
     shutil.copytree(project / ".cache", single / ".cache")
-    assert planned_jobs(single, "whoisspy_all")["whoisspy_game"] == 4
+    assert planned_jobs(single, "whoisspy_all")["whoisspy_play"] == 4
     snakemake(single, "--cores", "2", "whoisspy_all", "elimination_all")
     assert game_records(single / "results") == game_records(project / "results")
     sharded, per_game = result_tables(project / "results"), result_tables(single / "results")

@@ -89,9 +89,9 @@ def test_a_map_set_plays_through_the_stages_with_seeds_and_token_usage(tmp_path:
     record = json.loads(schedule.jobs[0].path("play").read_text())
     assert {m["seed"] for m in record["maps"]} <= {"gameCondense_map0", "gameAlethiometer_map1"}
 
-    from pipeline.xent.report import write_report
+    from pipeline.xent.report import write_rate
 
-    write_report("params/xent.yaml", "out")
+    write_rate("params/xent.yaml", "out")
     scores = read_table(Path("out/scores.parquet"), ScoresSchema)
     assert set(scores["game"]) == {"alethiometer", "condense"} and scores.height == 4
 
@@ -105,7 +105,7 @@ def test_xent_play_runs_an_imported_map_with_its_games_presentation(tmp_path: Pa
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     import_benchmark(SAMPLE, tmp_path / "sample")
     program = tmp_path / "sample" / "alethiometer" / "gameAlethiometer_map1.xgl"
-    assert main(["xent", "play", str(program), "--player", "bot:heuristic", "--judge", "word", "--rounds", "2",
+    assert main(["xent", "play-program", str(program), "--player", "bot:heuristic", "--judge", "word", "--rounds", "2",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["game"] == "alethiometer" and len(out["rounds"]) == 2

@@ -1,5 +1,5 @@
 """Xent play: reading moves, prompts with history, re-prompts, scripted improvement, the game
-library, built maps and the `xent play` CLI. Model-free WordJudge throughout (fast)."""
+library, built maps and the `xent play-program` CLI. Model-free WordJudge throughout (fast)."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_imperfect_information_bob_never_sees_the_story(tmp_path: Path) -> None:
 def test_cli_plays_a_built_map_and_prints_rounds(tmp_path: Path, capsys) -> None:
     path = tmp_path / "map.xgl"
     path.write_text(CONDENSE_MAP)
-    code = main(["xent", "play", str(path), "--player", "bot:heuristic", "--rounds", "2", "--judge", "word", "--json"])
+    code = main(["xent", "play-program", str(path), "--player", "bot:heuristic", "--rounds", "2", "--judge", "word", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [r["round"] for r in out["rounds"]] == [1, 2]
@@ -167,7 +167,7 @@ def test_cli_plays_a_built_map_and_prints_rounds(tmp_path: Path, capsys) -> None
 
 
 def test_cli_runs_an_unbuilt_game_with_stories_from_the_judge(capsys) -> None:
-    code = main(["xent", "play", "pipeline/xent/games/interception.xgl", "--player", "bot:random", "--rounds", "1",
+    code = main(["xent", "play-program", "pipeline/xent/games/interception.xgl", "--player", "bot:random", "--rounds", "1",
                  "--judge", "word"])
     assert code == 0
     assert "round 1:" in capsys.readouterr().out
@@ -176,11 +176,11 @@ def test_cli_runs_an_unbuilt_game_with_stories_from_the_judge(capsys) -> None:
 def test_cli_exit_codes_for_a_parse_error_and_an_unfinished_game(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.xgl"
     bad.write_text('assign(s="x")\nassign(x=s.__class__)\n')
-    assert main(["xent", "play", str(bad), "--player", "bot:random", "--judge", "word"]) == 2
+    assert main(["xent", "play-program", str(bad), "--player", "bot:random", "--judge", "word"]) == 2
     assert "line 2, column" in capsys.readouterr().err
     stuck = tmp_path / "stuck.xgl"
     stuck.write_text("elicit(x, 5)\nensure(num_words(x) > 100)\nreward(xent(x))\n")
-    assert main(["xent", "play", str(stuck), "--player", "bot:random", "--rounds", "1", "--judge", "word"]) == 1
+    assert main(["xent", "play-program", str(stuck), "--player", "bot:random", "--rounds", "1", "--judge", "word"]) == 1
     assert "ensure failed 11 times" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""`python -m pipeline elimination schedule | play | import`."""
+"""`python -m pipeline elimination schedule | play | rate | report | import` (verbs: pipeline/core/verbs.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     from pipeline.elimination.schedule import schedule_from_files
 
     games = schedule_from_files(args.params, args.models)
+    if args.json:
+        print(json.dumps([{"game_id": g.game_id, "seats": list(g.seats)} for g in games], indent=2))
+        return 0
     for game in games:
         print(f"{game.game_id}  " + " ".join(f"P{i + 1}={n}" for i, n in enumerate(game.seats)))
     _say(f"{len(games)} game(s)")
@@ -24,44 +27,32 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
     from pipeline.core.params import ParamsError
     from pipeline.core.roster import load_models
+    from pipeline.core.shards import ShardGame, run_shard
+    from pipeline.core.verbs import job_ids
     from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import game_spec, run_game
+    from pipeline.elimination.engine import GameSpec, game_spec, play_game, run_game
     from pipeline.elimination.schedule import build_schedule
 
     params = load_elimination_params(args.params)
     models = load_models(args.models)
     games = {g.game_id: g for g in build_schedule(params, models, args.params)}
-    if args.game_id not in games:
-        raise ParamsError(f"game {args.game_id!r} is not in the schedule of {args.params} "
-                          f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
-    spec = game_spec(params, games[args.game_id])
-    _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
-    started = time.perf_counter()
-    output = run_game(spec, models, args.out, progress=_say)
-    _say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
-    return 0
-
-
-def _cmd_play_shard(args: argparse.Namespace) -> int:
-    """Several scheduled games on one event loop (API games; see pipeline.core.shards)."""
-    from pipeline.core.params import ParamsError
-    from pipeline.core.roster import load_models
-    from pipeline.core.shards import ShardGame, run_shard, split_ids
-    from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import GameSpec, game_spec, play_game
-    from pipeline.elimination.schedule import build_schedule
-
-    params = load_elimination_params(args.params)
-    models = load_models(args.models)
-    games = {g.game_id: g for g in build_schedule(params, models, args.params)}
-    unknown = [g for g in split_ids(args.games) if g not in games]
+    unknown = [g for g in job_ids(args) if g not in games]
     if unknown:
         raise ParamsError(f"game {unknown[0]!r} is not in the schedule of {args.params} "
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
-    specs = [game_spec(params, games[i]) for i in split_ids(args.games)]
-    out = Path(args.out)
+    specs = [game_spec(params, games[i]) for i in job_ids(args)]
+    out = Path(args.out)  # one folder per game: <out>/<game_id>/game_<n>.jsonl and calls.parquet
+
+    if len(specs) == 1 and args.marker is None:
+        spec = specs[0]
+        _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
+        started = time.perf_counter()
+        output = run_game(spec, models, out / spec.game_id, progress=_say)
+        _say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
+        return 0
 
     async def play(spec: GameSpec) -> None:
         await play_game(spec, models, out / spec.game_id)
@@ -71,6 +62,40 @@ def _cmd_play_shard(args: argparse.Namespace) -> int:
 
     return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
                      marker=args.marker, say=_say)
+
+
+def _print_board(board, show: int) -> None:  # board: the leaderboard frame
+    for row in board.head(show).iter_rows(named=True):
+        print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} "
+              f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
+              f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
+
+
+def _cmd_rate(args: argparse.Namespace) -> int:
+    from pipeline.elimination.config import load_elimination_params
+    from pipeline.elimination.importer import run_import
+    from pipeline.elimination.schedule import schedule_from_files
+
+    settings = load_elimination_params(args.params).rating
+    folders = [Path(args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        _say(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
+             "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first")
+        return 2
+    out = Path(args.out)
+    result = run_import(folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=_say)
+    _say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
+         f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.elimination.importer import write_report
+
+    written = write_report(args.out)
+    _say(f"wrote {len(written)} plot file(s) under {Path(args.out) / 'plots'}")
+    return 0
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -92,39 +117,23 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"report": result.report, "seconds": result.seconds}, indent=1))
     else:
-        for row in result.leaderboard.head(args.show).iter_rows(named=True):
-            print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} "
-                  f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
-                  f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
+        _print_board(result.leaderboard, args.show)
     return 0
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    room = commands.add_parser("elimination", help="Elimination Game: schedule, play, import and rate logs")
-    sub = room.add_subparsers(dest="elimination_command", metavar="SUBCOMMAND", required=True)
+    from pipeline.core.verbs import BenchmarkCommands
 
-    schedule = sub.add_parser("schedule", help="list the scheduled games (id and who sits where)")
-    schedule.add_argument("--params", default="params/elimination.yaml")
-    schedule.add_argument("--models", default="params/models.yaml")
-    schedule.set_defaults(func=_cmd_schedule)
+    room = BenchmarkCommands(commands, "elimination", "Elimination Game: eight seats, talk, votes and a jury")
+    room.schedule(_cmd_schedule, "list the scheduled games (id and who sits where)")
+    room.play(_cmd_play, "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
+              out="results/elimination/games", out_help="the games folder")
+    room.rate(_cmd_rate, "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
+              games="results/elimination/games")
+    room.report(_cmd_report, "plots from the rated tables")
 
-    play = sub.add_parser("play", help="play one scheduled game; write its log and calls table")
-    play.add_argument("--game-id", required=True)
-    play.add_argument("--out", required=True, help="directory for game_<id>.jsonl and calls.parquet")
-    play.add_argument("--params", default="params/elimination.yaml")
-    play.add_argument("--models", default="params/models.yaml")
-    play.set_defaults(func=_cmd_play)
-
-    shard = sub.add_parser("play-shard", help="play several scheduled games concurrently on one event loop")
-    shard.add_argument("games", help="game ids, separated by commas")
-    shard.add_argument("--out", required=True, help="directory holding one folder per game")
-    shard.add_argument("--marker", required=True, help="written when every game of the shard is done")
-    shard.add_argument("--params", default="params/elimination.yaml")
-    shard.add_argument("--models", default="params/models.yaml")
-    shard.set_defaults(func=_cmd_play_shard)
-
-    imp = sub.add_parser(
-        "import", help="read game logs (ours or the original benchmark's), rate, write tables and plots")
+    imp = room.extra("import", "read game logs (ours or the original benchmark's), rate, write tables and plots",
+                     _cmd_import, inputs=False, writes=False)
     imp.add_argument("paths", nargs="*", metavar="DIR", help="directories (searched recursively for *.jsonl) or files")
     imp.add_argument("--out", required=True, help="output directory (leaderboard.csv, tables/, plots/, ...)")
     imp.add_argument("--passes", type=int, default=None, help="random orders of the games (default 100)")
@@ -143,3 +152,4 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp.add_argument("--show", type=int, default=20, help="leaderboard rows to print")
     imp.add_argument("--json", action="store_true", help="print the import report and timings as JSON")
     imp.set_defaults(func=_cmd_import)
+    room.check()

@@ -173,3 +173,14 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
         write_plots(board, distribution, stats, out / "plots")
         seconds["plots"] = time.perf_counter() - started
     return ImportResult(corpus, board, stats, report, seconds)
+
+
+def write_report(out_dir: str | Path) -> list[Path]:
+    """The plots, from the tables `rate` (or `import --no-plots`) wrote under `out_dir`."""
+    from pipeline.elimination.plots import write_plots
+
+    out = Path(out_dir)
+    board = read_table(out / "leaderboard.parquet", LeaderboardSchema)
+    stats = read_table(out / "tables" / "model_stats.parquet", ModelStatsSchema)
+    distribution = read_table(out / "tables" / "rank_distribution.parquet", RankDistributionSchema)
+    return write_plots(board, distribution, stats, out / "plots")

@@ -1,5 +1,5 @@
-# Elimination Game: one job per scheduled game (its output named by the game's content id), then one
-# job that reads every scheduled log and writes tables, TrueSkill ratings, metrics and plots.
+# Elimination Game: one job per scheduled game (its output named by the game's content id), then
+# `rate` (every scheduled log into tables, multi-pass TrueSkill and metrics.json) and `report` (plots).
 import json as _elimination_json
 import sys
 
@@ -38,74 +38,95 @@ ELIMINATION_OUTPUTS = dict(
     calls=f"{ELIMINATION_DIR}/calls.parquet",
     tables=[f"{ELIMINATION_DIR}/tables/{name}.parquet" for name in ELIMINATION_TABLES],
 )
+# the params file is not an input of the games (a game's content already covers what decides it)
+ELIMINATION_ARGS = f"--params params/elimination.yaml --models params/models.yaml --out {ELIMINATION_DIR}/games"
 
 
-rule elimination_game:
+rule elimination_play:
     output:
         directory(f"{ELIMINATION_DIR}/games/{{game_id}}"),
     params:
         # what decides the game (seats, roster entries, rules): a change reruns it
         game=lambda wildcards: ELIMINATION_GAMES[wildcards.game_id].content,
+        args=ELIMINATION_ARGS,
     log:
         f"{ELIMINATION_DIR}/logs/games/{{game_id}}.log",
     # a game with the embedded model takes both cores (torch threads), so two never compete
     threads: lambda wildcards: 2 if _elimination_uses_local(ELIMINATION_GAMES[wildcards.game_id]) else 1
     wildcard_constraints:
         game_id="[0-9a-f]{16}",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline elimination play --game-id {wildcards.game_id} --out {output} "
-        "--params params/elimination.yaml --models params/models.yaml 2> {log}"
+        "python -m pipeline elimination play {wildcards.game_id} {params.args} 2> {log}"
 
 
 rule elimination_shard:
     output:
-        f"{ELIMINATION_DIR}/shards/{{shard_id}}.json",
+        marker=f"{ELIMINATION_DIR}/shards/{{shard_id}}.json",
     params:
         games=lambda wildcards: ",".join(ELIMINATION_SHARDS[wildcards.shard_id]),
+        args=ELIMINATION_ARGS,
     log:
         f"{ELIMINATION_DIR}/logs/shards/{{shard_id}}.log",
     wildcard_constraints:
         shard_id="[0-9a-f]{16}",
     resources:
         api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline elimination play-shard {params.games} --out {ELIMINATION_DIR}/games "
-        "--marker {output} --params params/elimination.yaml --models params/models.yaml 2> {log}"
+        "python -m pipeline elimination play {params.games} {params.args} --marker {output.marker} 2> {log}"
 
 
 if ELIMINATION_ERROR is None:
 
-    rule elimination_ratings:
+    rule elimination_rate:
         input:
             games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
             shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
             params="params/elimination.yaml",
         output:
             **ELIMINATION_OUTPUTS,
-            plots=directory(f"{ELIMINATION_DIR}/plots"),
         params:
             rating=ELIMINATION_RATING,
-            # every scheduled game's folder, the shards' included
-            game_dirs=" ".join(f"{ELIMINATION_DIR}/games/{g}" for g in sorted(ELIMINATION_GAMES)),
+            # every scheduled game, the shards' included: the rate job reads them all
+            games=sorted(ELIMINATION_GAMES),
         log:
-            f"{ELIMINATION_DIR}/logs/ratings.log",
+            f"{ELIMINATION_DIR}/logs/rate.log",
+        conda:
+            PIPELINE_ENV
         shell:
-            "{PYTHON} -m pipeline elimination import {params.game_dirs} --out {ELIMINATION_DIR} "
-            "--params {input.params} --calls {output.calls} 2> {log}"
+            "python -m pipeline elimination rate --params {input.params} --models params/models.yaml "
+            "--games results/elimination/games --out results/elimination 2> {log}"
 
 else:
 
-    rule elimination_ratings:
+    rule elimination_rate:
         output:
             **ELIMINATION_OUTPUTS,
-            plots=directory(f"{ELIMINATION_DIR}/plots"),
         run:
             raise WorkflowError(ELIMINATION_ERROR)
 
 
+rule elimination_report:
+    input:
+        leaderboard=ELIMINATION_OUTPUTS["leaderboard"],
+        tables=ELIMINATION_OUTPUTS["tables"],
+    output:
+        plots=directory(f"{ELIMINATION_DIR}/plots"),
+    log:
+        f"{ELIMINATION_DIR}/logs/report.log",
+    conda:
+        PIPELINE_ENV
+    shell:
+        "python -m pipeline elimination report --out results/elimination 2> {log}"
+
+
 rule elimination_all:
     input:
-        rules.elimination_ratings.output,
+        rules.elimination_rate.output,
+        rules.elimination_report.output,
 
 
 ALL_TARGETS.extend(rules.elimination_all.input)

@@ -148,9 +148,9 @@ def estimate_elimination_shard(job: PlannedJob, context: PlanContext) -> list[Ca
 
 
 ESTIMATORS = {
-    "whoisspy_game": estimate_whoisspy,
+    "whoisspy_play": estimate_whoisspy,
     "whoisspy_shard": estimate_whoisspy_shard,
-    "elimination_game": estimate_elimination,
+    "elimination_play": estimate_elimination,
     "elimination_shard": estimate_elimination_shard,
     "xent_play": estimate_xent,
 }

@@ -10,8 +10,10 @@ rule roster_check:
         metrics="results/roster/metrics.json",
     log:
         "results/roster/logs/check.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline roster check --params {input.params} --out results/roster 2> {log}"
+        "python -m pipeline roster check --params {input.params} --out results/roster 2> {log}"
 
 
 rule roster_all:

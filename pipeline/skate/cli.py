@@ -1,4 +1,4 @@
-"""`python -m pipeline skate ...`: the commands SKATE's Snakemake rules call, and `schedule`."""
+"""`python -m pipeline skate schedule | play | rate | report` and SKATE's own verbs (pipeline/core/verbs.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_PARAMS = "params/skate.yaml"
-DEFAULT_MODELS = "params/models.yaml"
 DEFAULT_OUT = "results/skate"
 
 
@@ -33,38 +31,36 @@ def _sandbox(params):  # -> Sandbox
         raise ParamsError(f"params/skate.yaml: sandbox: {exc}") from None
 
 
-def _cmd_generate(args: argparse.Namespace) -> int:
+def _play_generate(args: argparse.Namespace, loaded, job_id: str) -> None:
     from pipeline.core.llm import Gateway
     from pipeline.skate.engine import run_generate, write_generate
 
-    params, models, schedule = _load(args)
-    job = schedule.find_generate(args.job_id)
+    params, models, schedule = loaded
+    job = schedule.find_generate(job_id)
     gateway = Gateway(models, job=f"skate/generate/{job.job_id}")
     record = asyncio.run(run_generate(params, models, schedule, job, args.out, gateway, _sandbox(params)))
     write_generate(args.out, record, gateway)
     outcome = "entered a question" if record["question"] else "no question"
     print(f"round {job.round}, setter {job.setter}: {outcome} after {len(record['attempts'])} attempt(s)", file=sys.stderr)
-    return 0
 
 
-def _cmd_round(args: argparse.Namespace) -> int:
+def _play_round(args: argparse.Namespace, loaded, job_id: str) -> None:
     from pipeline.skate.rounds import run_round, write_round
 
-    params, _, schedule = _load(args)
-    record = run_round(params, schedule.find_round(args.job_id), args.out)
+    params, _, schedule = loaded
+    record = run_round(params, schedule.find_round(job_id), args.out)
     write_round(args.out, record)
     print(f"round {record['round']}: {len(record['questions'])} question(s); no question from "
           f"{', '.join(record['no_question']) or 'nobody'}", file=sys.stderr)
-    return 0
 
 
-def _cmd_answer(args: argparse.Namespace) -> int:
+def _play_answer(args: argparse.Namespace, loaded, job_id: str) -> None:
     from pipeline.core.batch import run_job
     from pipeline.core.llm import Gateway
     from pipeline.skate.engine import run_answer, write_answer
 
-    params, models, schedule = _load(args)
-    job = schedule.find_answer(args.job_id)
+    params, models, schedule = loaded
+    job = schedule.find_answer(job_id)
     gateway = Gateway(models, job=f"skate/answer/{job.job_id}")
     # gateway.batch.enabled: through the provider's batch API (pipeline.core.batch)
     samples, summary = run_job(lambda gw: run_answer(params, models, job, args.out, gw), gateway)
@@ -72,6 +68,30 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     for row in summary.iter_rows(named=True):
         print(f"round {job.round} {job.answerer} on {row['question_id']} ({row['setter']}): "
               f"p(correct) {row['p_correct']:.3f} from {row['samples']} {row['mode']} call(s)", file=sys.stderr)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    """Scheduled jobs of any kind (a setter's round, a round's question set, an answerer's round), in
+    the order given: each kind depends on the one before, so they never run concurrently."""
+    from pipeline.core.io import write_json_atomic
+    from pipeline.core.params import ParamsError
+    from pipeline.core.verbs import job_ids
+
+    loaded = _load(args)
+    schedule = loaded[2]
+    kinds = {j.job_id: ("generate", _play_generate) for j in schedule.generate.values()}
+    kinds |= {j.job_id: ("round", _play_round) for j in schedule.rounds.values()}
+    kinds |= {j.job_id: ("answer", _play_answer) for j in schedule.answers.values()}
+    played = []
+    for job_id in job_ids(args):
+        if job_id not in kinds:
+            raise ParamsError(f"no skate job {job_id!r} in the schedule of {args.params} (the params changed since "
+                              "the DAG was built?); `python -m pipeline skate schedule` lists the jobs")
+        kind, play = kinds[job_id]
+        play(args, loaded, job_id)
+        played.append({"job_id": job_id, "kind": kind})
+    if args.marker:
+        write_json_atomic(Path(args.marker), {"jobs": played})
     return 0
 
 
@@ -97,7 +117,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_play(args: argparse.Namespace) -> int:
+def _cmd_play_game(args: argparse.Namespace) -> int:
     from pipeline.skate.play import play_game
 
     params, models, _ = _load(args)
@@ -133,6 +153,14 @@ def _cmd_compare_strategies(args: argparse.Namespace) -> int:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     _, _, schedule = _load(args)
+    if args.json:
+        jobs = [{"job_id": j.job_id, "kind": "generate", "round": r, "setter": setter}
+                for (r, setter), j in sorted(schedule.generate.items())]
+        jobs += [{"job_id": j.job_id, "kind": "round", "round": r} for r, j in sorted(schedule.rounds.items())]
+        jobs += [{"job_id": j.job_id, "kind": "answer", "round": r, "answerer": answerer, "mode": j.mode,
+                  "answer_only": j.answer_only} for (r, answerer), j in sorted(schedule.answers.items())]
+        print(json.dumps(jobs, indent=2))
+        return 0
     for (r, setter), job in sorted(schedule.generate.items()):
         print(f"generate {job.job_id} round {r} setter {setter}")
     for r, job in sorted(schedule.rounds.items()):
@@ -158,35 +186,24 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    skate = commands.add_parser("skate", help="SKATE: models set and answer code-output-prediction questions")
-    sub = skate.add_subparsers(dest="skate_command", metavar="SUBCOMMAND", required=True)
+    from pipeline.core.verbs import BenchmarkCommands
 
-    def add(name: str, help_text: str, handler, job: bool = False) -> None:
-        parser = sub.add_parser(name, help=help_text)
-        if job:
-            parser.add_argument("job_id", help="a job id from `python -m pipeline skate schedule`")
-        parser.add_argument("--params", default=DEFAULT_PARAMS)
-        parser.add_argument("--models", default=DEFAULT_MODELS)
-        parser.add_argument("--out", default=DEFAULT_OUT, help="the stage's results folder")
-        parser.set_defaults(func=handler)
-
-    add("generate", "one setter's round: up to `attempts` tries, each run in the sandbox and checked", _cmd_generate, job=True)
-    add("round", "collect a round's entered questions into its question set", _cmd_round, job=True)
-    add("answer", "one answerer's p(correct) on a round's questions (sampled or exact, one for all)", _cmd_answer, job=True)
-    add("rate", "tables of the whole game and pairwise TrueSkill (relative and absolute)", _cmd_rate)
-    add("report", "metrics.json, plots and the points-of-difference list", _cmd_report)
-    add("schedule", "list every job of the game with its id", _cmd_schedule)
-    add("play", "the whole game in this process, without Snakemake (quick experiments)", _cmd_play)
-    sub.choices["play"].add_argument("--strategy", default=None, help="play with this augmentation strategy instead")
-    add("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
-    add("compare-strategies", "the strategy games (results/skate/strategies/*) side by side", _cmd_compare_strategies)
-    calibrate = sub.add_parser(
-        "calibrate", help="precision and recall of each uniqueness threshold on a labelled pair set"
-    )
+    room = BenchmarkCommands(commands, "skate", "SKATE: models set and answer code-output-prediction questions")
+    room.schedule(_cmd_schedule, "list every job of the game with its id (generate, round, answer)")
+    room.play(_cmd_play, "play scheduled jobs: a setter's round (up to `attempts` tries, each run in the sandbox "
+              "and checked), a round's question set, or an answerer's p(correct) on a round", concurrent=False)
+    room.rate(_cmd_rate, "tables of the whole game and pairwise TrueSkill (relative and absolute)")
+    room.report(_cmd_report, "metrics.json, plots and the points-of-difference list")
+    game = room.extra("play-game", "the whole game in this process, without Snakemake (quick experiments)",
+                      _cmd_play_game)
+    game.add_argument("--strategy", default=None, help="play with this augmentation strategy instead")
+    room.extra("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
+    room.extra("compare-strategies", "the strategy games (results/skate/strategies/*) side by side",
+               _cmd_compare_strategies)
+    calibrate = room.extra("calibrate", "precision and recall of each uniqueness threshold on a labelled pair set",
+                           _cmd_calibrate, out=f"{DEFAULT_OUT}/calibration", out_help="the calibration's folder")
     calibrate.add_argument("--pairs", default=str(Path(__file__).parent / "data" / "similarity_pairs.yaml"),
                            help="labelled pairs (default: the shipped set)")
-    calibrate.add_argument("--out", default=f"{DEFAULT_OUT}/calibration")
-    calibrate.add_argument("--params", default=DEFAULT_PARAMS)
     calibrate.add_argument("--write-params", action="store_true",
                            help="record the chosen threshold as similarity_threshold in --params")
-    calibrate.set_defaults(func=_cmd_calibrate)
+    room.check()

@@ -3,6 +3,8 @@
 # Every job's output is named by a content id of what decides it (see pipeline/skate/schedule.py);
 # a setter's attempts run the sandbox and the uniqueness check inside its generate job, because
 # each retry must be told why the last attempt failed.
+from pathlib import Path
+
 from pipeline.skate.workflow import (
     SkateWorkflow,
     analysis_outputs,
@@ -15,49 +17,63 @@ from pipeline.skate.workflow import (
 SKATE_PARAMS = "params/skate.yaml"
 SKATE_OUT = "results/skate"
 SKATE = SkateWorkflow(SKATE_PARAMS, "params/models.yaml", SKATE_OUT)
-SKATE_ARGS = f"--params {SKATE_PARAMS} --models params/models.yaml --out {SKATE_OUT}"
+# the params file is an input only of the jobs it decides as a whole (a job's id covers the rest)
+SKATE_INPUTS = f"--params {SKATE_PARAMS} --models params/models.yaml"
+SKATE_ARGS = f"{SKATE_INPUTS} --out {SKATE_OUT}"
 
 
 rule skate_generate:
     input:
         lambda wc: SKATE.generate_inputs(wc.gen_id),
     output:
-        record=SKATE_OUT + "/generate/{gen_id}.json",
-        calls=SKATE_OUT + "/generate/{gen_id}.calls.parquet",
+        record=f"{SKATE_OUT}/generate/{{gen_id}}.json",
+        calls=f"{SKATE_OUT}/generate/{{gen_id}}.calls.parquet",
     wildcard_constraints:
         gen_id="[0-9a-f]{16}",
+    params:
+        args=SKATE_ARGS,
     log:
-        SKATE_OUT + "/logs/generate/{gen_id}.log",
+        f"{SKATE_OUT}/logs/generate/{{gen_id}}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate generate {wildcards.gen_id} {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate play {wildcards.gen_id} {params.args} 2> {log}"
 
 
 rule skate_round:
     input:
         lambda wc: SKATE.round_inputs(wc.round_id),
     output:
-        SKATE_OUT + "/rounds/{round_id}.json",
+        f"{SKATE_OUT}/rounds/{{round_id}}.json",
     wildcard_constraints:
         round_id="[0-9a-f]{16}",
+    params:
+        args=SKATE_ARGS,
     log:
-        SKATE_OUT + "/logs/rounds/{round_id}.log",
+        f"{SKATE_OUT}/logs/rounds/{{round_id}}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate round {wildcards.round_id} {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate play {wildcards.round_id} {params.args} 2> {log}"
 
 
 rule skate_answer:
     input:
         lambda wc: SKATE.answer_inputs(wc.answer_id),
     output:
-        samples=SKATE_OUT + "/answers/{answer_id}.samples.parquet",
-        pcorrect=SKATE_OUT + "/answers/{answer_id}.pcorrect.parquet",
-        calls=SKATE_OUT + "/answers/{answer_id}.calls.parquet",
+        samples=f"{SKATE_OUT}/answers/{{answer_id}}.samples.parquet",
+        pcorrect=f"{SKATE_OUT}/answers/{{answer_id}}.pcorrect.parquet",
+        calls=f"{SKATE_OUT}/answers/{{answer_id}}.calls.parquet",
     wildcard_constraints:
         answer_id="[0-9a-f]{16}",
+    params:
+        args=SKATE_ARGS,
     log:
-        SKATE_OUT + "/logs/answers/{answer_id}.log",
+        f"{SKATE_OUT}/logs/answers/{{answer_id}}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate answer {wildcards.answer_id} {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate play {wildcards.answer_id} {params.args} 2> {log}"
 
 
 rule skate_rate:
@@ -67,11 +83,14 @@ rule skate_rate:
     output:
         rate_outputs(SKATE_OUT),
     params:
+        args=SKATE_ARGS,
         settings=SKATE.settings,
     log:
-        SKATE_OUT + "/logs/rate.log",
+        f"{SKATE_OUT}/logs/rate.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate rate {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate rate {params.args} 2> {log}"
 
 
 rule skate_report:
@@ -81,11 +100,14 @@ rule skate_report:
     output:
         report_outputs(SKATE_OUT),
     params:
+        args=SKATE_ARGS,
         settings=SKATE.settings,
     log:
-        SKATE_OUT + "/logs/report.log",
+        f"{SKATE_OUT}/logs/report.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate report {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate report {params.args} 2> {log}"
 
 
 # The paper's analyses (docs/skate.md): stability as models join and re-ranking with
@@ -93,30 +115,37 @@ rule skate_report:
 # roster once per augmentation strategy (the response cache makes repeated model calls free).
 rule skate_analyses:
     input:
-        SKATE_OUT + "/pcorrect.parquet",
+        f"{SKATE_OUT}/pcorrect.parquet",
         params=SKATE_PARAMS,
     output:
         analysis_outputs(SKATE_OUT),
     params:
+        args=SKATE_ARGS,
         settings=SKATE.settings,
     log:
-        SKATE_OUT + "/logs/analyses.log",
+        f"{SKATE_OUT}/logs/analyses.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate analyse {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate analyse {params.args} 2> {log}"
 
 
 rule skate_strategy_game:
     output:
-        SKATE_OUT + "/strategies/{strategy}/metrics.json",
+        f"{SKATE_OUT}/strategies/{{strategy}}/metrics.json",
     wildcard_constraints:
         strategy="no_info|historical_tasks|historical_performance|full_personal_context|full_context",
     params:
+        args=SKATE_INPUTS,
+        folder=lambda wildcards, output: str(Path(output[0]).parent),
         settings=SKATE.game_settings,
     log:
-        SKATE_OUT + "/logs/strategies/{strategy}.log",
+        f"{SKATE_OUT}/logs/strategies/{{strategy}}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate play --strategy {wildcards.strategy} --params {SKATE_PARAMS} "
-        "--models params/models.yaml --out {SKATE_OUT}/strategies/{wildcards.strategy} 2> {log}"
+        "python -m pipeline skate play-game --strategy {wildcards.strategy} {params.args} "
+        "--out {params.folder} 2> {log}"
 
 
 rule skate_strategies:
@@ -126,11 +155,14 @@ rule skate_strategies:
     output:
         strategy_outputs(SKATE_OUT),
     params:
+        args=SKATE_ARGS,
         settings=SKATE.settings,
     log:
-        SKATE_OUT + "/logs/strategies.log",
+        f"{SKATE_OUT}/logs/strategies.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline skate compare-strategies {SKATE_ARGS} 2> {log}"
+        "python -m pipeline skate compare-strategies {params.args} 2> {log}"
 
 
 rule skate_all:

@@ -1,4 +1,4 @@
-"""`python -m pipeline whoisspy ...`: play one game, rate all games, list the schedule, replay a game."""
+"""`python -m pipeline whoisspy schedule | play | rate | report | show` (the verb set: pipeline/core/verbs.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-DEFAULT_PARAMS = "params/whoisspy.yaml"
-DEFAULT_MODELS = "params/models.yaml"
 
 
 def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
@@ -22,54 +19,45 @@ def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
+    """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
     from pipeline.core.io import write_json_atomic
     from pipeline.core.llm import Gateway
-    from pipeline.whoisspy.engine import run_game
-    from pipeline.whoisspy.schedule import find_game
-
-    _, models, games = _schedule(args)
-    spec = find_game(games, args.game_id, args.params)
-    gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
-    print(f"game {spec.game_id}: {json.dumps(spec.summary())}", file=sys.stderr)
-    record = run_game(spec, models, gateway)
-    out = Path(args.out)
-    gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
-    write_json_atomic(out / f"{spec.game_id}.json", record)
-    scores = ", ".join(f"{p['seat']}={p['score']:g}" for p in record["players"])
-    print(
-        f"{record['winner']} win ({record['end_reason']}, {record['rounds_played']} round(s)); scores {scores}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _cmd_play_shard(args: argparse.Namespace) -> int:
-    """Several scheduled games on one event loop (API games; see pipeline.core.shards)."""
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.llm import Gateway
-    from pipeline.core.shards import ShardGame, run_shard, split_ids
-    from pipeline.whoisspy.engine import play_game
+    from pipeline.core.shards import ShardGame, run_shard
+    from pipeline.core.verbs import job_ids, say
+    from pipeline.whoisspy.engine import play_game, run_game
     from pipeline.whoisspy.schedule import GameSpec, find_game
 
     _, models, games = _schedule(args)
-    specs = [find_game(games, game_id, args.params) for game_id in split_ids(args.games)]
+    specs = [find_game(games, game_id, args.params) for game_id in job_ids(args)]
     out = Path(args.out)
+
+    def write(spec: GameSpec, gateway: Gateway, record: dict) -> None:
+        gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
+        write_json_atomic(out / f"{spec.game_id}.json", record)  # last: its presence means done
+
+    if len(specs) == 1 and args.marker is None:
+        spec = specs[0]
+        gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
+        say(f"game {spec.game_id}: {json.dumps(spec.summary())}")
+        record = run_game(spec, models, gateway)
+        write(spec, gateway, record)
+        scores = ", ".join(f"{p['seat']}={p['score']:g}" for p in record["players"])
+        say(f"{record['winner']} win ({record['end_reason']}, {record['rounds_played']} round(s)); scores {scores}")
+        return 0
 
     async def play(spec: GameSpec) -> None:
         gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
-        record = await play_game(spec, models, gateway)
-        gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
-        write_json_atomic(out / f"{spec.game_id}.json", record)  # last: its presence means done
+        write(spec, gateway, await play_game(spec, models, gateway))
 
     def done(game_id: str) -> bool:
         return (out / f"{game_id}.json").exists() and (out / f"{game_id}.calls.parquet").exists()
 
     return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
-                     marker=args.marker, say=lambda m: print(m, file=sys.stderr, flush=True))
+                     marker=args.marker, say=say)
 
 
 def _cmd_rate(args: argparse.Namespace) -> int:
-    from pipeline.whoisspy.report import write_report
+    from pipeline.whoisspy.report import write_rate
 
     params, _, games = _schedule(args)
     folder = Path(args.games)
@@ -79,9 +67,17 @@ def _cmd_rate(args: argparse.Namespace) -> int:
         print(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; "
               "run `snakemake whoisspy_all` (or `python -m pipeline whoisspy play ID`) first", file=sys.stderr)
         return 2
-    summary = write_report(params, files, args.out)
+    summary = write_rate(params, files, args.out)
     print(f"rated {summary['games']} game(s), {summary['rating_events']} TrueSkill event(s), "
           f"{summary['models']} model(s) on the leaderboard; see {Path(args.out) / 'metrics.json'}", file=sys.stderr)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pipeline.whoisspy.report import write_report
+
+    written = write_report(args.out)
+    print(f"wrote {len(written)} plot file(s) under {Path(args.out) / 'plots'}", file=sys.stderr)
     return 0
 
 
@@ -130,38 +126,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    room = commands.add_parser("whoisspy", help="Who is Spy benchmark commands")
-    sub = room.add_subparsers(dest="whoisspy_command", metavar="SUBCOMMAND", required=True)
+    from pipeline.core.verbs import BenchmarkCommands
 
-    def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--params", default=DEFAULT_PARAMS, help="the benchmark's params file")
-        parser.add_argument("--models", default=DEFAULT_MODELS, help="the roster")
-
-    play = sub.add_parser("play", help="play one scheduled game; write <out>/<game_id>.json and its calls table")
-    play.add_argument("game_id")
-    common(play)
-    play.add_argument("--out", default="results/whoisspy/games")
-    play.set_defaults(func=_cmd_play)
-
-    shard = sub.add_parser("play-shard", help="play several scheduled games concurrently on one event loop")
-    shard.add_argument("games", help="game ids, separated by commas")
-    common(shard)
-    shard.add_argument("--out", default="results/whoisspy/games")
-    shard.add_argument("--marker", required=True, help="written when every game of the shard is done")
-    shard.set_defaults(func=_cmd_play_shard)
-
-    rate = sub.add_parser("rate", help="tables, TrueSkill, metrics.json and plots from all scheduled games")
-    common(rate)
-    rate.add_argument("--games", default="results/whoisspy/games")
-    rate.add_argument("--out", default="results/whoisspy")
-    rate.set_defaults(func=_cmd_rate)
-
-    schedule = sub.add_parser("schedule", help="list the scheduled games (id, variant, words, seats)")
-    common(schedule)
-    schedule.add_argument("--json", action="store_true")
-    schedule.set_defaults(func=_cmd_schedule)
-
-    show = sub.add_parser("show", help="replay a played game as text")
+    room = BenchmarkCommands(commands, "whoisspy", "Who is Spy: six players, one spy with a different word")
+    room.schedule(_cmd_schedule, "list the scheduled games (id, variant, words, seats)")
+    room.play(_cmd_play, "play scheduled games; write <out>/<game_id>.json and its calls table",
+              out="results/whoisspy/games", out_help="the games folder")
+    room.rate(_cmd_rate, "tables, TrueSkill ratings and metrics.json from every scheduled game",
+              games="results/whoisspy/games")
+    room.report(_cmd_report, "plots from the rated tables")
+    show = room.extra("show", "replay a played game as text", _cmd_show, inputs=False, writes=False)
     show.add_argument("game", help="a game id or a path to a game record")
-    show.add_argument("--games", default="results/whoisspy/games")
-    show.set_defaults(func=_cmd_show)
+    show.add_argument("--games", default="results/whoisspy/games", help="the games folder")
+    room.check()

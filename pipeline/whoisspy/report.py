@@ -1,4 +1,5 @@
-"""The stage's closing job: every game record in, tables, ratings, metrics.json and plots out."""
+"""The stage's closing jobs: `rate` (every game record in; tables, ratings, metrics.json out) and
+`report` (the rated tables in; plots out)."""
 
 from __future__ import annotations
 
@@ -32,15 +33,18 @@ from pipeline.whoisspy.schemas import (
 TABLES: tuple[str, ...] = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "calls")
 
 
-def report_outputs(out_dir: str | Path) -> list[str]:
-    """Every file the report writes (the Snakemake rule's outputs)."""
+def rate_outputs(out_dir: str | Path) -> list[str]:
+    """Every file `rate` writes (the rule's outputs)."""
     out = Path(out_dir)
-    files = [str(out / f"{name}.parquet") for name in TABLES] + [str(out / "metrics.json")]
-    files += [str(out / "plots" / f"{name}.{ext}") for name in PLOTS for ext in ("html", "png", "svg")]
-    return files
+    return [str(out / f"{name}.parquet") for name in TABLES] + [str(out / "metrics.json")]
 
 
-def write_report(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Path) -> dict[str, Any]:
+def report_outputs(out_dir: str | Path) -> list[str]:
+    """Every file `report` writes (the rule's outputs)."""
+    return [str(Path(out_dir) / "plots" / f"{name}.{ext}") for name in PLOTS for ext in ("html", "png", "svg")]
+
+
+def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     records = load_records(game_files)
     tables = build_tables(records)
@@ -65,5 +69,12 @@ def write_report(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | 
     write_table(out / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
 
     write_json_atomic(out / "metrics.json", metrics_json(board, variants, params.rank_variant))
-    save_plots(board, variants, out / "plots")
     return {"games": games.height, "rating_events": len(events), "models": board.height}
+
+
+def write_report(out_dir: str | Path) -> list[Path]:
+    """The plots, from the tables `rate` wrote."""
+    out = Path(out_dir)
+    board = read_table(out / "leaderboard.parquet", LeaderboardSchema)
+    variants = read_table(out / "variants.parquet", VariantsSchema)
+    return save_plots(board, variants, out / "plots")

@@ -8,9 +8,9 @@ from typing import Any
 
 from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
-from pipeline.whoisspy.report import report_outputs
+from pipeline.whoisspy.report import rate_outputs, report_outputs
 
-__all__ = ["rate_settings", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
+__all__ = ["rate_outputs", "rate_settings", "report_code_fingerprint", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
 
 
 def scheduled_game_ids(params_path: str, models_path: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""`python -m pipeline xent ...`: play any XGL program, and the stage commands the rules call."""
+"""`python -m pipeline xent schedule | play | rescore | rate | report`, plus `play-program`, `maps`, `games`
+and `build` (the verb set: pipeline/core/verbs.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,6 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-
-DEFAULT_PARAMS = "params/xent.yaml"
-DEFAULT_MODELS = "params/models.yaml"
 
 
 def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False):  # -> Judge | WordJudge
@@ -42,7 +40,7 @@ def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
         raise ParamsError(f"--player {spec!r}: {exc.args[0]}; or use bot:random / bot:heuristic") from None
 
 
-def _cmd_play(args: argparse.Namespace) -> int:
+def _cmd_play_program(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from pipeline.core.io import seed_from
@@ -113,11 +111,36 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_play_job(args: argparse.Namespace) -> int:
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from pipeline.xent.stages import load_schedule
+
+    schedule = load_schedule(args.params, args.models)
+    jobs = [{"job_id": j.job_id, "game": j.game, "player": j.player, "opponent": j.opponent, "rounds": j.rounds,
+             "maps": [m.map_id for m in j.maps]} for j in schedule.jobs]
+    if args.json:
+        print(json.dumps(jobs, indent=2))
+        return 0
+    for job in jobs:
+        against = f" vs {job['opponent']}" if job["opponent"] else ""
+        print(f"{job['job_id']}  {job['game']:<16} {job['player']}{against}  {len(job['maps'])} map(s) x {job['rounds']} round(s)")
+    print(f"{len(jobs)} play job(s) over {len(schedule.maps)} game(s)", file=sys.stderr)
+    return 0
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    """Scheduled play jobs, one after the other: each job already plays its maps concurrently on one
+    batching judge, which is what the machine's cores are for."""
+    from pipeline.core.io import write_json_atomic
+    from pipeline.core.verbs import job_ids
     from pipeline.xent.stages import play_stage
 
-    path = play_stage(args.params, args.models, args.game, args.job_id, args.maps, args.out)
-    print(f"wrote {path}", file=sys.stderr)
+    written = []
+    for job_id in job_ids(args):
+        path = play_stage(args.params, args.models, None, job_id, args.maps, args.out)
+        print(f"wrote {path}", file=sys.stderr)
+        written.append({"job_id": job_id, "record": str(path)})
+    if args.marker:
+        write_json_atomic(Path(args.marker), {"jobs": written})
     return 0
 
 
@@ -129,11 +152,19 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rate(args: argparse.Namespace) -> int:
+    from pipeline.xent.report import write_rate
+
+    summary = write_rate(args.params, args.out)
+    print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipeline.xent.report import write_report
 
-    summary = write_report(args.params, args.out)
-    print(json.dumps(summary), file=sys.stderr)
+    written = write_report(args.out)
+    print(f"wrote {len(written)} plot file(s) under {Path(args.out) / 'plots'}", file=sys.stderr)
     return 0
 
 
@@ -162,57 +193,44 @@ def _cmd_games(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    room = commands.add_parser("xent", help="Xent benchmark: cross-entropy games in XGL")
-    sub = room.add_subparsers(dest="xent_command", metavar="SUBCOMMAND", required=True)
+    from pipeline.core.verbs import BenchmarkCommands
 
-    def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--params", default=DEFAULT_PARAMS, help="the benchmark's params file")
-        parser.add_argument("--models", default=DEFAULT_MODELS, help="the roster")
+    room = BenchmarkCommands(commands, "xent", "Xent: cross-entropy games in XGL, scored by a judge model")
+    room.schedule(_cmd_schedule, "list the play jobs (id, game, player, maps)")
+    play = room.play(_cmd_play, "play scheduled jobs (one game, one player, all its maps); write "
+                     "<out>/<game>/<job_id>.json and its calls table", out="results/xent/play",
+                     out_help="the play records' folder", concurrent=False)
+    play.add_argument("--maps", default="results/xent/maps", help="the built maps' folder")
+    rescore = room.extra("rescore", "re-score every recorded move with the configured judges; write the tables",
+                         _cmd_rescore)
+    rescore.add_argument("--plays", default="results/xent/play", help="the play records' folder")
+    room.rate(_cmd_rate, "rounds, scores, maps, TrueSkill ratings and metrics.json from the rescored tables")
+    room.report(_cmd_report, "plots from the rated tables")
 
-    play = sub.add_parser("play", help="play any XGL program (a game or a built map) and print per-round rewards")
-    play.add_argument("program", metavar="PROGRAM.xgl")
-    play.add_argument("--player", required=True, help="a roster name from params/models.yaml, or bot:random / bot:heuristic")
-    play.add_argument("--opponent", default="bot:heuristic", help="who plays the game's @opponent roles")
-    play.add_argument("--rounds", type=int, default=3)
-    play.add_argument("--judge", default="gemma-3-270m", help="judge name or model directory (`word`: a model-free test judge)")
-    play.add_argument("--models", default=DEFAULT_MODELS)
-    play.add_argument("--seed", type=int, default=0, help="story seed for programs that still call story()")
-    play.add_argument("--max-tokens", type=int, default=24, help="token cap of a model's reply")
-    play.add_argument("--json", action="store_true", help="print the rounds as JSON")
-    play.set_defaults(func=_cmd_play)
+    program = room.extra("play-program", "play any XGL program (a game or a built map) and print per-round "
+                         "rewards; no schedule, nothing written", _cmd_play_program, inputs=False, writes=False)
+    program.add_argument("program", metavar="PROGRAM.xgl")
+    program.add_argument("--player", required=True, help="a roster name from params/models.yaml, or bot:random / bot:heuristic")
+    program.add_argument("--opponent", default="bot:heuristic", help="who plays the game's @opponent roles")
+    program.add_argument("--rounds", type=int, default=3)
+    program.add_argument("--judge", default="gemma-3-270m", help="judge name or model directory (`word`: a model-free test judge)")
+    program.add_argument("--models", default="params/models.yaml")
+    program.add_argument("--seed", type=int, default=0, help="story seed for programs that still call story()")
+    program.add_argument("--max-tokens", type=int, default=24, help="token cap of a model's reply")
+    program.add_argument("--json", action="store_true", help="print the rounds as JSON")
 
-    maps = sub.add_parser("maps", help="map sets: import the reference's built benchmark")
-    maps_sub = maps.add_subparsers(dest="maps_command", metavar="ACTION", required=True)
+    maps = room.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,
+                      inputs=False, writes=False)
+    maps_sub = maps.add_subparsers(dest="maps_command", metavar="SUBCOMMAND", required=True)
     imports = maps_sub.add_parser("import", help="write every map of a reference benchmark JSON as a playable program")
     imports.add_argument("file", metavar="FILE.json", help="the reference's built (expanded) benchmark file")
     imports.add_argument("--out", required=True, help="the map set directory to write (then `map_set: DIR` in params)")
     imports.set_defaults(func=_cmd_maps_import)
 
-    games = sub.add_parser("games", help="list the game library")
-    games.set_defaults(func=_cmd_games)
+    room.extra("games", "list the game library", _cmd_games, inputs=False, writes=False)
 
-    build = sub.add_parser("build", help="build the maps of one game (stories become literals)")
-    common(build)
+    build = room.extra("build", "build the maps of one game (stories become literals)", _cmd_build,
+                       out="results/xent/maps", out_help="the maps' folder")
     build.add_argument("--game", required=True)
-    build.add_argument("--out", default="results/xent/maps")
     build.add_argument("--judge-cache", default=".cache/judge", help="on-disk story/score cache of the judge")
-    build.set_defaults(func=_cmd_build)
-
-    job = sub.add_parser("play-job", help="play one scheduled job (one game, one player, all maps)")
-    common(job)
-    job.add_argument("--game", required=True)
-    job.add_argument("--job-id", required=True)
-    job.add_argument("--maps", default="results/xent/maps")
-    job.add_argument("--out", default="results/xent/play")
-    job.set_defaults(func=_cmd_play_job)
-
-    rescore = sub.add_parser("rescore", help="re-score every recorded move with the configured judges; write the tables")
-    common(rescore)
-    rescore.add_argument("--plays", default="results/xent/play")
-    rescore.add_argument("--out", default="results/xent")
-    rescore.set_defaults(func=_cmd_rescore)
-
-    report = sub.add_parser("report", help="scores, ratings, metrics.json and plots from the rescored tables")
-    common(report)
-    report.add_argument("--out", default="results/xent")
-    report.set_defaults(func=_cmd_report)
+    room.check()

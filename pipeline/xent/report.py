@@ -40,9 +40,14 @@ REPORT_FILES = ("rounds.parquet", "scores.parquet", "maps.parquet", "ratings.par
 PLOTS = ("score_by_round", "running_best", "normalized_scores")
 
 
+def rate_outputs(root: str) -> list[str]:
+    """What `rate` writes: the rounds, scores, maps and ratings tables and metrics.json."""
+    return [f"{root}/{name}" for name in REPORT_FILES]
+
+
 def report_outputs(root: str) -> list[str]:
-    files = [f"{root}/{name}" for name in REPORT_FILES]
-    return files + [f"{root}/plots/{plot}.{ext}" for plot in PLOTS for ext in ("html", "png", "svg")]
+    """What `report` writes: the plots."""
+    return [f"{root}/plots/{plot}.{ext}" for plot in PLOTS for ext in ("html", "png", "svg")]
 
 
 def round_table(rewards: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
@@ -140,9 +145,8 @@ def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
     return events
 
 
-def write_report(params_path: str, out: str) -> dict[str, Any]:
-    from pipeline.xent.plots import write_plots
-
+def write_rate(params_path: str, out: str) -> dict[str, Any]:
+    """The rescored tables in; rounds, scores, maps, TrueSkill ratings and metrics.json out."""
     params = load_xent(params_path)
     root = Path(out)
     rewards = read_table(root / "rewards.parquet", RewardsSchema)
@@ -167,9 +171,18 @@ def write_report(params_path: str, out: str) -> dict[str, Any]:
 
     metrics = metrics_dict(scores, ratings, maps)
     write_json_atomic(root / "metrics.json", metrics)
-    write_plots(rounds, scores, root / "plots")
     return {"models": len(metrics), "maps": maps.height, "flagged_maps": int(maps["flagged"].sum()),
             "rating_events": len(events)}
+
+
+def write_report(out: str) -> list[str]:
+    """The plots, from the tables `rate` wrote."""
+    from pipeline.xent.plots import write_plots
+
+    root = Path(out)
+    write_plots(read_table(root / "rounds.parquet", RoundsSchema), read_table(root / "scores.parquet", ScoresSchema),
+                root / "plots")
+    return report_outputs(out)
 
 
 SCORE_DIGITS = 2  # xent scores (x100 scale)

@@ -1,11 +1,13 @@
 # Xent: build maps (one job per game; stories sampled once and kept as literals) -> play (one job
 # per game and player, all maps concurrent on one batching judge; paths are content ids) ->
 # rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
-# -> report (scores, playability, TrueSkill, metrics.json, plots).
-from pipeline.xent.workflow import RESCORE_OUTPUTS, report_outputs, xent_plan
+# -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
+from pipeline.xent.workflow import RESCORE_OUTPUTS, rate_outputs, report_outputs, xent_plan
 
 XENT_PARAMS = "params/xent.yaml"
 XENT_PLAN = xent_plan(XENT_PARAMS, "params/models.yaml")
+# the params file is not an input of the maps and plays (their content ids cover what decides them)
+XENT_ARGS = f"--params {XENT_PARAMS} --models params/models.yaml"
 
 for _xent_game, _xent_maps in XENT_PLAN.maps.items():
 
@@ -16,11 +18,13 @@ for _xent_game, _xent_maps in XENT_PLAN.maps.items():
             _xent_maps,
         params:
             game=_xent_game,
+            args=XENT_ARGS,
         log:
             f"results/xent/logs/maps/{_xent_game}.log",
+        conda:
+            PIPELINE_ENV
         shell:
-            "{PYTHON} -m pipeline xent build --game {params.game} --params {XENT_PARAMS} "
-            "--models params/models.yaml --out results/xent/maps 2> {log}"
+            "python -m pipeline xent build --game {params.game} {params.args} --out results/xent/maps 2> {log}"
 
 
 rule xent_play:
@@ -32,11 +36,15 @@ rule xent_play:
     wildcard_constraints:
         game="[A-Za-z0-9_.-]+",
         job_id="[0-9a-f]{16}",
+    params:
+        args=XENT_ARGS,
     log:
         "results/xent/logs/play/{game}/{job_id}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline xent play-job --game {wildcards.game} --job-id {wildcards.job_id} "
-        "--params {XENT_PARAMS} --models params/models.yaml --maps results/xent/maps --out results/xent/play 2> {log}"
+        "python -m pipeline xent play {wildcards.job_id} {params.args} --maps results/xent/maps "
+        "--out results/xent/play 2> {log}"
 
 
 rule xent_rescore:
@@ -51,27 +59,48 @@ rule xent_rescore:
         gpu=1,
     log:
         "results/xent/logs/rescore.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline xent rescore --params {XENT_PARAMS} --models params/models.yaml "
+        "python -m pipeline xent rescore --params {input.params} --models params/models.yaml "
         "--plays results/xent/play --out results/xent 2> {log}"
+
+
+rule xent_rate:
+    input:
+        rules.xent_rescore.output,
+        params=XENT_PARAMS,
+    output:
+        rate_outputs("results/xent"),
+    params:
+        settings=XENT_PLAN.report,
+    log:
+        "results/xent/logs/rate.log",
+    conda:
+        PIPELINE_ENV
+    shell:
+        "python -m pipeline xent rate --params {input.params} --models params/models.yaml --out results/xent 2> {log}"
 
 
 rule xent_report:
     input:
-        rules.xent_rescore.output,
+        rules.xent_rate.output,
     output:
         report_outputs("results/xent"),
     params:
-        settings=XENT_PLAN.report,
+        code=XENT_PLAN.plots_code,  # the plots' code: a change redraws them
     log:
         "results/xent/logs/report.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m pipeline xent report --params {XENT_PARAMS} --models params/models.yaml --out results/xent 2> {log}"
+        "python -m pipeline xent report --out results/xent 2> {log}"
 
 
 rule xent_all:
     input:
         rules.xent_rescore.output,
+        rules.xent_rate.output,
         rules.xent_report.output,
 
 

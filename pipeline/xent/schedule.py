@@ -44,11 +44,14 @@ class Schedule:
     maps: dict[str, tuple[MapSpec, ...]]
     jobs: tuple[PlayJob, ...]
 
-    def job(self, game: str, job_id: str) -> PlayJob:
+    def job(self, game: str | None, job_id: str) -> PlayJob:
+        """The play job `job_id` (ids are content ids, unique across games; `game` only checks it)."""
         for job in self.jobs:
-            if job.game == game and job.job_id == job_id:
+            if job.job_id == job_id and game in (None, job.game):
                 return job
-        raise ParamsError(f"no scheduled xent play job {game}/{job_id}; the params changed since the DAG was built")
+        where = f"{game}/{job_id}" if game else job_id
+        raise ParamsError(f"no scheduled xent play job {where} in the current params (they changed since the DAG "
+                          "was built?); `python -m pipeline xent schedule` lists the jobs")
 
 
 def _entry_identity(models: ModelsParams, name: str) -> dict:

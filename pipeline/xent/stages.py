@@ -43,7 +43,7 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
     return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
 
 
-def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, maps_root: str, out: str) -> Path:
+def play_stage(params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str) -> Path:
     from pipeline.core.llm import Gateway
     from pipeline.core.players import make_players
     from pipeline.core.roster import load_models
@@ -54,9 +54,9 @@ def play_stage(params_path: str, models_path: str, game_name: str, job_id: str, 
     models = load_models(models_path)
     schedule = build_schedule(params, models, source=params_path)
     job = schedule.job(game_name, job_id)
-    game = schedule.games[game_name]
+    game = schedule.games[job.game]
     judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
-    gateway = Gateway(models, job=f"xent/{game_name}/{job_id}")
+    gateway = Gateway(models, job=f"xent/{job.game}/{job_id}")
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]

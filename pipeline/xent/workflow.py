@@ -9,10 +9,10 @@ from typing import Any
 
 from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
-from pipeline.xent.report import report_outputs
+from pipeline.xent.report import rate_outputs, report_outputs
 from pipeline.xent.xgl import ParseError
 
-__all__ = ["RESCORE_OUTPUTS", "XentPlan", "report_outputs", "xent_plan"]
+__all__ = ["RESCORE_OUTPUTS", "XentPlan", "rate_outputs", "report_outputs", "xent_plan"]
 
 RESCORE_OUTPUTS = ("moves.parquet", "rewards.parquet", "token_xents.parquet", "rescore.parquet",
                    "round_status.parquet", "calls.parquet", "rescore_check.json")
@@ -24,7 +24,8 @@ class XentPlan:
     jobs: list[str] = field(default_factory=list)  # play record files
     job_maps: dict[str, list[str]] = field(default_factory=dict)  # job id -> its map files
     judges: list[str] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)  # what decides `rate`
+    plots_code: str = ""  # what decides `report`
 
 
 def _code(*names: str) -> str:
@@ -53,5 +54,6 @@ def xent_plan(params_path: str, models_path: str, root: str = "results/xent") ->
         plan.job_maps[job.job_id] = [str(m.path(f"{root}/maps")) for m in job.maps]
     plan.judges = [params.judge, *params.rescore_judges]
     plan.report = {"rating": params.rating.model_dump(mode="json"), "seed": params.seed,
-                   "code": _code("report.py", "plots.py", "schemas.py")}
+                   "code": _code("report.py", "schemas.py")}
+    plan.plots_code = _code("plots.py", "schemas.py")
     return plan

@@ -36,7 +36,7 @@ def play(params: CoinflipParams, game_id: str, out: Path) -> None:
     write_json_atomic(out / f"{game_id}.json", record)
 
 
-def rate_and_report(params: CoinflipParams, games_dir: Path, out: Path) -> None:
+def rate(params: CoinflipParams, games_dir: Path, out: Path) -> None:
     rows = [json.loads((games_dir / f"{gid}.json").read_text()) for gid in sorted(schedule(params))]
     games = write_table(out / "games.parquet", pl.DataFrame(rows), GamesSchema, sort_by=["game_id"])
     events = [Pairwise(r["player_a"], r["player_b"], "a" if r["winner"] == r["player_a"] else "b")
@@ -54,3 +54,12 @@ def rate_and_report(params: CoinflipParams, games_dir: Path, out: Path) -> None:
         for row in summary.iter_rows(named=True)
     }
     write_json_atomic(out / "metrics.json", metrics)
+
+
+def report(out: Path) -> None:
+    """What people read: the wins and ratings as a Markdown table (a real benchmark draws plots)."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    lines = ["| player | wins | TrueSkill mu | rank |", "| --- | ---: | ---: | ---: |"]
+    for player, m in sorted(metrics.items(), key=lambda item: item[1]["trueskill_rank"]):
+        lines.append(f"| {player} | {m['wins']} | {m['trueskill_mu']:.2f} | {m['trueskill_rank']} |")
+    (out / "summary.md").write_text("\n".join(lines) + "\n")

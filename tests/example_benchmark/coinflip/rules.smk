@@ -1,4 +1,5 @@
-# Coin flip: one job per scheduled game (named by its content id), then one rating job.
+# Coin flip: one job per scheduled game (named by its content id), then `rate` and `report`, like
+# every benchmark (the verb set: pipeline/core/verbs.py).
 from coinflip.config import load as _coinflip_load
 from coinflip.play import schedule as _coinflip_schedule
 
@@ -10,11 +11,17 @@ COINFLIP_GAMES = sorted(_coinflip_schedule(_coinflip_load(COINFLIP_PARAMS)))
 # params (adding a player) reruns only the games whose id is new
 rule coinflip_play:
     output:
-        "results/coinflip/games/{game_id}.json",
+        game="results/coinflip/games/{game_id}.json",
     wildcard_constraints:
         game_id="[0-9a-f]{16}",
+    params:
+        params_file=COINFLIP_PARAMS,
+    log:
+        "results/coinflip/logs/games/{game_id}.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m coinflip play {wildcards.game_id} --params " + COINFLIP_PARAMS
+        "python -m pipeline coinflip play {wildcards.game_id} --params {params.params_file} 2> {log}"
 
 
 rule coinflip_rate:
@@ -24,13 +31,31 @@ rule coinflip_rate:
     output:
         table="results/coinflip/games.parquet",
         metrics="results/coinflip/metrics.json",
+    log:
+        "results/coinflip/logs/rate.log",
+    conda:
+        PIPELINE_ENV
     shell:
-        "{PYTHON} -m coinflip rate --params " + COINFLIP_PARAMS
+        "python -m pipeline coinflip rate --params {input.params} 2> {log}"
+
+
+rule coinflip_report:
+    input:
+        metrics="results/coinflip/metrics.json",
+    output:
+        summary="results/coinflip/summary.md",
+    log:
+        "results/coinflip/logs/report.log",
+    conda:
+        PIPELINE_ENV
+    shell:
+        "python -m pipeline coinflip report 2> {log}"
 
 
 rule coinflip_all:
     input:
         rules.coinflip_rate.output,
+        rules.coinflip_report.output,
 
 
 ALL_TARGETS.extend(rules.coinflip_all.input)
