@@ -62,7 +62,9 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
     first, second = game_ids(project)
 
     # 1. killed while the first response-cache entry sits complete in its temp file, not renamed
-    run = start_snakemake(project, "--cores", "1", "whoisspy_all", extra_env={"PIPELINE_PAUSE_BEFORE_RENAME": ".json:120"})
+    # (only the response cache's entries pause: the run plan's own files are written first)
+    run = start_snakemake(project, "--cores", "1", "whoisspy_all",
+                          extra_env={"PIPELINE_PAUSE_BEFORE_RENAME": ".cache/responses/:120"})
     kill_when(run, lambda: any(cache.rglob(".*.json.*.tmp")))
     assert not [p for p in cache.rglob("*.json") if not p.name.startswith(".")]  # no entry taken as written
     assert not list(games.glob("*.json"))

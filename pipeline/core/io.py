@@ -67,14 +67,14 @@ def pid_alive(pid: int) -> bool:
 
 
 def _pause_before_rename(target: Path) -> None:
-    """Crash-test hook: PIPELINE_PAUSE_BEFORE_RENAME="<part of a file name>:<seconds>" makes the
+    """Crash-test hook: PIPELINE_PAUSE_BEFORE_RENAME="<part of a file's path>:<seconds>" makes the
     atomic write of a matching file sleep once its temp file is complete and before the rename, so
     a test can kill the process exactly mid-write. Unset (always, outside tests): no effect."""
     spec = os.environ.get(PAUSE_ENV)
     if not spec:
         return
     part, _, seconds = spec.rpartition(":")
-    if part and part in target.name:
+    if part and part in target.as_posix():
         time.sleep(float(seconds or 0))
 
 

@@ -515,10 +515,21 @@ class Gateway:
                     latency = time.monotonic() - started
                     admission.outcome = "ok"
                     admission.tokens = sum(_usage(response)) or None
+                    # recorded before the slot is given back: a request waiting for it checks the
+                    # budget against a ledger that already holds this answer's spend
+                    stored = await self._store_answer(entry, key, response, fault, params, top_logprobs, latency)
                     break
             log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
             await asyncio.sleep(delay)
 
+        text = stored["text"]
+        completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
+        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
+        return completion
+
+    async def _store_answer(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
+                            params: dict[str, Any], top_logprobs: Any, latency: float) -> dict[str, Any]:
+        """The answer as the cache keeps it, written to the cache and its spend to the ledger."""
         choice = response.choices[0]
         text = getattr(choice.message, "content", None) or ""
         finish_reason = getattr(choice, "finish_reason", None) or "stop"
@@ -542,9 +553,7 @@ class Gateway:
         }
         # on a worker thread: both writes fsync, which would stall every other game on this loop
         await asyncio.to_thread(self._persist, key, stored, spent)
-        completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
-        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
-        return completion
+        return stored
 
     def _admitted(self, entry: RosterEntry, tokens: int) -> AbstractAsyncContextManager[Admission]:
         """Wait until the provider's limits allow one more request to start."""
