@@ -154,3 +154,17 @@ def test_play_names_the_schedule_command_for_an_unknown_job(capsys: pytest.Captu
         assert main([bench.name, "play", "0123456789abcdef"]) == 2, bench.name
         err = capsys.readouterr().err
         assert "0123456789abcdef" in err and f"python -m pipeline {bench.name} schedule" in err, (bench.name, err)
+
+
+def test_each_benchmark_estimates_its_own_rules_for_the_run_plan() -> None:
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    rules = set(done.stdout.split())
+    for bench in benchmarks():
+        table = bench.load_estimators()
+        assert table and set(table) <= rules, (bench.name, set(table) - rules)
+        assert f"{bench.name}_play" in table or bench.name == "skate", bench.name  # SKATE: generate, answer
+    wrong = Benchmark(name="other", title="x", package="pipeline.whoisspy", outputs=(),
+                      estimators="pipeline.whoisspy.plan")
+    with pytest.raises(RegistryError, match="another benchmark"):
+        wrong.load_estimators()

@@ -55,6 +55,10 @@ class Benchmark:
     extra_inputs: tuple[str, ...] = ()  # globs of other files the leaderboard hashes into its stamp
     headline: tuple[str, ...] = ()  # metrics.json keys the leaderboard shows (params can override)
     order: int = 100  # position in the Snakefile and on the leaderboard (then by name)
+    # the run plan's estimators: a module defining ESTIMATORS = {rule: estimator} (core.estimates),
+    # imported only when a plan is made
+    estimators: str | None = None
+    plays_models: bool = True  # False: no rule calls a model (the plan shows no calls, not unknown ones)
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -78,6 +82,19 @@ class Benchmark:
     @property
     def final_rule(self) -> str:
         return f"{self.name}_all"
+
+    def load_estimators(self) -> Mapping[str, Callable[..., Any]]:
+        """The rule -> estimator table of `estimators` ({} when the benchmark declares none)."""
+        if self.estimators is None:
+            return {}
+        module = importlib.import_module(self.estimators)
+        table = getattr(module, "ESTIMATORS", None)
+        if not isinstance(table, Mapping):
+            raise RegistryError(f"{self.name}: {self.estimators} must define ESTIMATORS = {{rule: estimator}}")
+        foreign = [rule for rule in table if not rule.startswith(f"{self.name}_")]
+        if foreign:
+            raise RegistryError(f"{self.name}: {self.estimators} estimates rules of another benchmark: {foreign}")
+        return table
 
     @property
     def rules(self) -> Path:

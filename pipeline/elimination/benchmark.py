@@ -40,4 +40,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("games", "wins", "avg_points"),
     order=30,
+    estimators="pipeline.elimination.plan",
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from pipeline.core.estimates import PlanContext
 from pipeline.core.plan import CallEstimate, PlannedJob
 from pipeline.core.probe import ProbeGateway
-from pipeline.plan.estimators import PlanContext
 from pipeline.roster.check import JOB, check_roster
 
 

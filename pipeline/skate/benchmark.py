@@ -35,4 +35,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("p_correct_mean", "questions_answered"),
     order=10,
+    estimators="pipeline.skate.plan",
 )

@@ -32,4 +32,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("games", "points", "win_rate"),
     order=40,
+    estimators="pipeline.whoisspy.plan",
 )

@@ -37,4 +37,5 @@ BENCHMARK = Benchmark(
     headline=("xent_score",),
     extra_inputs=("maps/**/*.xgl",),
     order=20,
+    estimators="pipeline.xent.plan",
 )

@@ -14,4 +14,5 @@ BENCHMARK = Benchmark(
     tables={"games.parquet": GamesSchema},
     replays=replays,
     headline=("wins",),
+    plays_models=False,  # scripted coins: the run plan shows no calls
 )

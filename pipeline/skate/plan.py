@@ -1,4 +1,5 @@
-"""SKATE's requests per job, from its schedule and its own job code (pipeline.skate).
+"""SKATE's requests per job for the run plan (`python -m pipeline plan`), from its schedule and
+its own job code.
 
 - generate: a setter makes 1 to `attempts` calls (one per try). Expected: its mean tries per
   round in earlier runs, else `attempts` (the most). The first try's prompt is known once the
@@ -21,9 +22,9 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.estimates import PlanContext
 from pipeline.core.plan import NO_MODEL, CallEstimate, PlannedJob
 from pipeline.core.probe import ProbeGateway, prompt_tokens
-from pipeline.plan.estimators import PlanContext
 
 PARAMS = "params/skate.yaml"
 OUT = "results/skate"
