@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test lint clean-results
+.PHONY: setup browser demo test lint clean-results
 
 setup: $(STAMP)
 
@@ -18,15 +18,18 @@ $(STAMP): pyproject.toml
 	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 		else echo "note: bubblewrap not installed; the sandbox falls back to unshare or refuses"; fi; }
-	@# the static leaderboard site is tested in headless Chromium (Debian's package, no downloads)
-	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-		else echo "note: chromium not installed; the site's browser tests will be skipped"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
+
+# the static leaderboard site is tested in headless Chromium (Debian's package, no downloads);
+# only the tests need it, so a fresh machine's `make demo` does not wait for it
+browser:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "note: chromium not installed; the site's browser tests will be skipped"; fi; }
 
 demo: setup
 	@test -d .dvc || $(BIN)/dvc init --quiet
@@ -52,7 +55,7 @@ lint: setup
 	$(BIN)/mypy
 	PATH="$(BIN):$$PATH" $(BIN)/snakemake --lint text --quiet
 
-test: setup lint
+test: setup browser lint
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
 
 clean-results:
