@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import write_result
 from pipeline.core.loopback import LoopbackServer
+from pipeline.core.workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_REF = "d7b0ac1"  # the last commit before issue 17
@@ -69,18 +70,15 @@ def seat_reply(messages: list[dict[str, Any]]) -> str:
 
 
 # -- projects ------------------------------------------------------------------------------------
+TREE = ("Snakefile", "params", "pipeline", "profiles", "envs")
+
+
 def source_tree(ref: str | None, into: Path) -> Path:
     """This working tree (ref None) or the files of commit `ref`: Snakefile, params, pipeline."""
-    into.mkdir(parents=True)
     if ref is None:
-        for name in ("Snakefile", "params", "pipeline", "profiles", "envs"):
-            src = REPO / name
-            if src.is_dir():
-                shutil.copytree(src, into / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(src, into / name)
-        return into
-    names = [n for n in ("Snakefile", "params", "pipeline", "profiles", "envs")  # envs/: newer commits only
+        return copy_workflow(REPO, into, TREE)
+    into.mkdir(parents=True)
+    names = [n for n in TREE  # envs/: newer commits only
              if subprocess.run(["git", "cat-file", "-e", f"{ref}:{n}"], cwd=REPO, capture_output=True).returncode == 0]
     blob = subprocess.run(["git", "archive", ref, *names], cwd=REPO, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as archive:

@@ -5,6 +5,7 @@ reaches the leaderboard and its site without a line changed elsewhere."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -61,11 +62,17 @@ def test_no_stage_repeats_the_profile_flags() -> None:
         assert "--cores" not in stage["cmd"] and "--rerun" not in stage["cmd"], name
 
 
-def test_snakefile_defines_every_final_rule() -> None:
+@functools.cache
+def workflow_rules() -> frozenset[str]:
+    """The rules of the repository's workflow, as `snakemake --list-rules` lists them (run once)."""
     done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    rules = set(done.stdout.split())
+    return frozenset(done.stdout.split())
+
+
+def test_snakefile_defines_every_final_rule() -> None:
+    rules = workflow_rules()
     assert {b.final_rule for b in benchmarks()} | {"roster_all", "leaderboard_all"} <= rules
 
 
@@ -138,9 +145,7 @@ def test_every_benchmark_answers_the_shared_verbs_with_the_shared_arguments(benc
 
 
 def test_rules_are_named_after_the_verbs() -> None:
-    done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    rules = set(done.stdout.split())
+    rules = workflow_rules()
     for bench in benchmarks():
         assert {f"{bench.name}_rate", f"{bench.name}_report", bench.final_rule} <= rules, bench.name
         assert all(r.startswith(("roster_", "publish", "leaderboard_", "all")) or
@@ -157,9 +162,7 @@ def test_play_names_the_schedule_command_for_an_unknown_job(capsys: pytest.Captu
 
 
 def test_each_benchmark_estimates_its_own_rules_for_the_run_plan() -> None:
-    done = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    rules = set(done.stdout.split())
+    rules = workflow_rules()
     for bench in benchmarks():
         table = bench.load_estimators()
         assert table and set(table) <= rules, (bench.name, set(table) - rules)

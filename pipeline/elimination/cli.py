@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+from pipeline.core.verbs import say
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
@@ -22,7 +19,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         return 0
     for game in games:
         print(f"{game.game_id}  " + " ".join(f"P{i + 1}={n}" for i, n in enumerate(game.seats)))
-    _say(f"{len(games)} game(s)")
+    say(f"{len(games)} game(s)")
     return 0
 
 
@@ -39,19 +36,20 @@ def _cmd_play(args: argparse.Namespace) -> int:
     params = load_elimination_params(args.params)
     models = load_models(args.models)
     games = {g.game_id: g for g in build_schedule(params, models, args.params)}
-    unknown = [g for g in job_ids(args) if g not in games]
+    wanted = job_ids(args)
+    unknown = [g for g in wanted if g not in games]
     if unknown:
         raise ParamsError(f"game {unknown[0]!r} is not in the schedule of {args.params} "
                           f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
-    specs = [game_spec(params, games[i]) for i in job_ids(args)]
+    specs = [game_spec(params, games[i]) for i in wanted]
     out = Path(args.out)  # one folder per game: <out>/<game_id>/game_<n>.jsonl and calls.parquet
 
     if len(specs) == 1 and args.marker is None:
         spec = specs[0]
-        _say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
+        say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
         started = time.perf_counter()
-        output = run_game(spec, models, out / spec.game_id, progress=_say)
-        _say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
+        output = run_game(spec, models, out / spec.game_id, progress=say)
+        say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
         return 0
 
     async def play(spec: GameSpec) -> None:
@@ -61,7 +59,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         return (out / game_id / "calls.parquet").exists() and any((out / game_id).glob("game_*.jsonl"))
 
     return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
-                     marker=args.marker, say=_say)
+                     marker=args.marker, say=say)
 
 
 def _print_board(board, show: int) -> None:  # board: the leaderboard frame
@@ -80,13 +78,13 @@ def _cmd_rate(args: argparse.Namespace) -> int:
     folders = [Path(args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
-        _say(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
-             "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first")
+        say(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
+            "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first")
         return 2
     out = Path(args.out)
-    result = run_import(folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=_say)
-    _say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
-         f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}")
+    result = run_import(folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=say)
+    say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
+        f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}")
     return 0
 
 
@@ -94,7 +92,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from pipeline.elimination.importer import write_report
 
     written = write_report(args.out)
-    _say(f"wrote {len(written)} plot file(s) under {Path(args.out) / 'plots'}")
+    say(f"wrote {len(written)} plot file(s) under {Path(args.out) / 'plots'}")
     return 0
 
 
@@ -110,10 +108,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
     settings = RatingSettings.model_validate({**settings.model_dump(), **overrides})
     started = time.perf_counter()
     result = run_import(args.paths, args.out, settings, passes=args.passes, bootstrap=args.bootstrap,
-                        plots=not args.no_plots, calls_out=args.calls, progress=_say)
+                        plots=not args.no_plots, calls_out=args.calls, progress=say)
     out = Path(args.out)
-    _say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s) "
-         f"in {time.perf_counter() - started:.1f}s; wrote {out / 'leaderboard.csv'}")
+    say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s) "
+        f"in {time.perf_counter() - started:.1f}s; wrote {out / 'leaderboard.csv'}")
     if args.json:
         print(json.dumps({"report": result.report, "seconds": result.seconds}, indent=1))
     else:
