@@ -2,10 +2,11 @@
 # each pipeline/<name>/benchmark.py and its rules.smk), then the leaderboard that combines them. Each
 # part adds its final outputs to ALL_TARGETS, which the default target `all` builds.
 #   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
+#   snakemake --config params=params/paper (every params file from another directory: docs/paper-scale.md)
 import os
 
 from pipeline.core.registry import benchmarks as registered_benchmarks
-from pipeline.core.workflow import interpreter_on_path
+from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, interpreter_on_path, params_dir, required_params
 
 # rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
 # whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
@@ -13,6 +14,12 @@ interpreter_on_path()
 PIPELINE_ENV = os.path.join(workflow.basedir, "envs", "pipeline.yaml")  # every rule's `conda:`
 ALL_TARGETS = []
 BENCHMARKS = registered_benchmarks()
+# Every rule reads its params from one directory: params/ (the demo), or the one `--config params=DIR`
+# names (`python -m pipeline run|plan --params DIR` passes it; else $PIPELINE_PARAMS), e.g. params/paper.
+# Results still go under results/: another directory's run replaces them, as any params change does.
+PARAMS_DIR = params_dir(config.get("params"))
+if PARAMS_DIR != DEFAULT_PARAMS:
+    check_params_dir(PARAMS_DIR, required_params(BENCHMARKS))
 
 
 include: "pipeline/roster/rules.smk"
@@ -39,7 +46,7 @@ rule all:
 onstart:
     from pipeline.plan.run import before_run
 
-    before_run(workflow)
+    before_run(workflow, params_dir=PARAMS_DIR)
 
 
 onsuccess:

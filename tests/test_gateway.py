@@ -206,6 +206,7 @@ def test_calls_table_is_validated(tmp_path: Path, fake_provider) -> None:
     assert table.columns == [
         "job", "roster_name", "model", "request_id", "attempt", "tokens_in", "tokens_out",
         "cost_usd", "latency_s", "cache_hit", "error_kind", "fault", "batch",
+        "tokens_reasoning", "finish_reason", "dropped_params",
     ]
     broken = table.with_columns(pl.lit(-1).alias("tokens_in"))
     broken.write_parquet(path)

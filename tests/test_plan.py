@@ -136,12 +136,16 @@ def test_after_a_run_the_plan_is_compared_with_what_was_spent(project: Path) -> 
     assert (row["calls"], row["cached_calls"], row["cost_usd"]) == (1, 1, 0.0)
 
 
-def test_game_rooms_are_planned_from_their_schedules_and_unknown_costs_stay_unknown(project: Path) -> None:
+def test_game_rooms_are_planned_from_their_schedules_and_priced_before_any_game(project: Path) -> None:
     _setup(project)
+    write_roster(project, [*ROSTER, {"name": "gpt-4o", "model": "openai/gpt-4o"}])  # priced by litellm's map
     whoisspy = yaml.safe_load((project / "params/whoisspy.yaml").read_text())
     whoisspy.update(players=["gpt-mini"], fill=["random-bot"])
     (project / "params/whoisspy.yaml").write_text(yaml.safe_dump(whoisspy, sort_keys=False))
-    planned = _run(project, "-m", "pipeline", "plan", "whoisspy_all", "--json")
+    elimination = yaml.safe_load((project / "params/elimination.yaml").read_text())
+    elimination["schedule"].update(lineups=[["gpt-4o"] + ["random-bot"] * 7], max_seats_per_player=7)
+    (project / "params/elimination.yaml").write_text(yaml.safe_dump(elimination, sort_keys=False))
+    planned = _run(project, "-m", "pipeline", "plan", "whoisspy_all", "elimination_all", "--json")
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     rows = {r["model"]: r for r in plan["rows"] if r["benchmark"] == "whoisspy"}
@@ -150,6 +154,37 @@ def test_game_rooms_are_planned_from_their_schedules_and_unknown_costs_stay_unkn
     assert games >= 2 and rows["gpt-mini"]["jobs"] == 1 and rows["gpt-mini"]["why"] == "new job 1"
     # one seat per game, at most 3 rounds x (description + vote), as the rules bound it
     assert rows["gpt-mini"]["calls"] == games * 2 * whoisspy["rules"]["rounds"]
-    assert rows["gpt-mini"]["cost_usd"] is None and "tokens unknown" in rows["gpt-mini"]["note"]
-    assert plan["cost_usd"] is None  # an unknown part makes the total unknown, never a guess
+    # no game ran yet: tokens come from the game's own prompts and the model's reply budgets
+    assert rows["gpt-mini"]["cost_usd"] > 0 and rows["gpt-mini"]["tokens_from"] == "prompt+cap"
+    assert "tokens unknown" not in rows["gpt-mini"]["note"]
     assert rows["random-bot"]["calls"] == 0
+    # the Elimination Game too: its structure bounds a seat's calls before any game of the model
+    seat = next(r for r in plan["rows"] if r["benchmark"] == "elimination" and r["model"] == "gpt-4o")
+    assert seat["calls"] > 0 and seat["cost_usd"] > 0 and "before its first game" in seat["note"]
+    assert plan["cost_usd"] is not None and plan["cost_usd"] >= rows["gpt-mini"]["cost_usd"] + seat["cost_usd"]
+
+
+def test_the_plan_samples_a_reasoning_answerer_of_an_exact_skate_game(project: Path) -> None:
+    _setup(project)
+    # a reasoning model's API refuses logprobs: in an exact game it is planned (and run) sampled
+    thinker = {"name": "thinker", "model": "openai/gpt-4o-mini", "extra": {"mock_response": "A"},
+               "sampling": {"reasoning": True, "reasoning_tokens": 1000}}
+    write_roster(project, [*ROSTER, thinker])
+    skate = yaml.safe_load((project / "params/skate.yaml").read_text())
+    skate["answer_only"] = ["gpt-mini", "thinker", "oracle-bot"]
+    skate["answering"]["mode"] = "exact"  # as the demo's params
+    (project / "params/skate.yaml").write_text(yaml.safe_dump(skate, sort_keys=False))
+    planned = _run(project, "-m", "pipeline", "plan", "skate_all")
+    assert planned.returncode == 0, planned.stderr
+    rows = _rows(project)
+    sets, samples, letter = (skate["answering"][k] for k in ("exact_option_sets", "max_samples", "max_tokens"))
+    # one question (one player): the chat model read exactly, one token per option set
+    exact = rows[("skate", "gpt-mini")]
+    assert exact["calls"] == sets and exact["tokens_out"] == sets and "sampled" not in exact["note"]
+    # the reasoning model sampled, at most max_samples letters, each with its reasoning allowance
+    sampled = rows[("skate", "thinker")]
+    assert sampled["calls"] == samples and "thinker answers sampled: a reasoning model" in sampled["note"]
+    assert sampled["tokens_out"] == samples * (letter + 1000) and sampled["tokens_reasoning"] == samples * 1000
+    shown = _run(project, "-m", "pipeline", "skate", "schedule")
+    assert "answerer thinker mode sampled (a reasoning model: reasoning APIs refuse logprobs)" in shown.stdout
+    assert "answerer gpt-mini mode exact" in shown.stdout

@@ -1,6 +1,7 @@
-"""SKATE: one p(correct) estimator per ranking. Exact mode scores bots and API models (through a
-loopback OpenAI-compatible server, reached by litellm as `openai/...` with api_base) from
-log-probabilities, reports the mass outside A-D, and refuses an answerer that cannot give them."""
+"""SKATE's p(correct) estimators. Exact mode scores bots and API models (through a loopback
+OpenAI-compatible server, reached by litellm as `openai/...` with api_base) from log-probabilities
+and reports the mass outside A-D; an answerer that cannot give them is sampled instead (decided
+by the schedule from its roster entry, or per question when none come back)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ import polars as pl
 import pytest
 from aiohttp import web
 
-from pipeline.core.params import ParamsError
 from pipeline.core.schemas import read_table
 from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import Question, option_set
 from pipeline.skate.play import play_game
+from pipeline.skate.schedule import build_schedule
 from pipeline.skate.schemas import PCorrectSchema, SamplesSchema
 from tests.conftest import models_params
 
@@ -144,24 +145,47 @@ def test_count_wrong_charges_the_mass_outside_the_letters(tmp_path: Path, api_wi
     assert row["p_correct"] == pytest.approx(0.9 * expected_api_p(row["question_id"], 4, count_wrong=False))
 
 
-def test_an_api_model_without_logprobs_is_refused_not_mixed_in(tmp_path: Path, api_without_logprobs) -> None:
+def test_an_api_model_without_logprobs_is_sampled_beside_the_exact_ones(tmp_path: Path, api_without_logprobs) -> None:
+    # litellm says openai gives top_logprobs, so the schedule asks exactly; the replies carry none:
+    # each question of that answerer is sampled instead, the others stay exact, nothing stops
     models = models_params([*BOTS, api_entry(api_without_logprobs)], gateway={"cache_dir": str(tmp_path / "cache")})
-    with pytest.raises(ParamsError, match=r"'api-model'.*returned no log-probabilities.*answering.mode: sampled"):
-        play_game(params(answer_only=["oracle-bot", "api-model"]), models, tmp_path / "skate", report=False)
+    chosen = params(answer_only=["oracle-bot", "api-model"], answering={"max_samples": 12})
+    assert build_schedule(chosen, models).answers[(1, "api-model")].mode == "exact"
+    play_game(chosen, models, tmp_path / "skate", report=False)
+    pcorrect = read_table(tmp_path / "skate/pcorrect.parquet", PCorrectSchema)
+    modes = dict(pcorrect.select("answerer", "mode").iter_rows())
+    assert modes == {"setter-bot": "exact", "oracle-bot": "exact", "api-model": "sampled"}
+    api = pcorrect.filter(pl.col("answerer") == "api-model").row(0, named=True)
+    assert api["outside_mass"] is None and 10 <= api["samples"] <= 12
+    samples = read_table(tmp_path / "skate/samples.parquet", SamplesSchema).filter(pl.col("answerer") == "api-model")
+    assert set(samples["mode"]) == {"sampled"} and samples["letter_mass"].null_count() == samples.height
 
 
-def test_providers_without_logprobs_and_plain_bots_are_refused(tmp_path: Path) -> None:
-    # litellm lists anthropic without top_logprobs: refused before any call (no key needed)
+def test_the_schedule_samples_answerers_that_cannot_give_logprobs(tmp_path: Path) -> None:
+    # litellm lists anthropic without top_logprobs; a generic bot only picks letters; a model that
+    # says it reasons is behind an API that refuses logprobs: all three sampled before any call
     claude = {"name": "claude", "model": "anthropic/claude-3-5-sonnet-20240620"}
-    models = models_params([*BOTS, claude], gateway={"cache_dir": str(tmp_path / "cache")})
-    with pytest.raises(ParamsError, match=r"'claude'.*provider 'anthropic'.*top_logprobs"):
-        play_game(params(answer_only=["claude"]), models, tmp_path / "a", report=False)
-    # a generic bot only picks letters: it has no distribution to give
-    models = models_params([*BOTS, {"name": "random-bot", "bot": "random"}])
-    with pytest.raises(ParamsError, match=r"'random-bot'.*generic 'random' bot"):
-        play_game(params(answer_only=["random-bot"]), models, tmp_path / "b", report=False)
-    # both refused before any setter wrote a question
-    assert not list((tmp_path / "a").rglob("*.json")) and not list((tmp_path / "b").rglob("*.json"))
+    thinker = {"name": "thinker", "model": "openai/some-model", "sampling": {"reasoning": True}}
+    models = models_params([*BOTS, claude, thinker, {"name": "random-bot", "bot": "random"}])
+    chosen = params(answer_only=["oracle-bot", "claude", "thinker", "random-bot"])
+    jobs = {name: job for (_, name), job in build_schedule(chosen, models).answers.items()}
+    assert {name: job.mode for name, job in jobs.items()} == {
+        "setter-bot": "exact", "oracle-bot": "exact", "claude": "sampled", "thinker": "sampled", "random-bot": "sampled",
+    }
+    assert "provider 'anthropic'" in (jobs["claude"].why_sampled or "")
+    assert "reasoning model" in (jobs["thinker"].why_sampled or "")
+    assert "generic 'random' bot" in (jobs["random-bot"].why_sampled or "")
+    # the random bot's game runs: its answers are drawn, the skate bots' read exactly
+    models = models_params([*BOTS, {"name": "random-bot", "bot": "random"}], gateway={"cache_dir": str(tmp_path / "c")})
+    play_game(params(answer_only=["oracle-bot", "random-bot"], answering={"max_samples": 20}), models,
+              tmp_path / "skate", report=False)
+    pcorrect = read_table(tmp_path / "skate/pcorrect.parquet", PCorrectSchema)
+    assert dict(pcorrect.select("answerer", "mode").iter_rows()) == {
+        "setter-bot": "exact", "oracle-bot": "exact", "random-bot": "sampled"}
+    # a sampled game never asks for log-probabilities, whoever answers
+    sampled = build_schedule(params(answering={"mode": "sampled"}), models)
+    assert {job.mode for job in sampled.answers.values()} == {"sampled"}
+    assert all(job.why_sampled is None for job in sampled.answers.values())
 
 
 def test_the_same_game_sampled_gives_sampled_rows_only(tmp_path: Path) -> None:
@@ -175,8 +199,8 @@ def test_the_same_game_sampled_gives_sampled_rows_only(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("answering", "message"),
     [
-        ({"mode": "auto"}, "one ranking uses one estimator"),
-        ({"mode": "adaptive"}, "use sampled"),
+        ({"mode": "auto"}, "one estimator per model"),
+        ({"mode": "adaptive"}, "log-probabilities where a model gives them"),
         ({"exact_players": ["x"]}, "exact_players is gone"),
     ],
 )

@@ -8,20 +8,24 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pipeline.cli import main
+from pipeline.core.budgets import DEFAULT_VISIBLE_TOKENS
 from pipeline.core.llm import Gateway
 from pipeline.core.players import make_players
+from pipeline.xent.config import XentParams
 from pipeline.xent.games import library_names, load_game
 from pipeline.xent.maps import build_map_text
-from pipeline.xent.play import PlaySettings, play_job_maps, play_map, seat_players
-from pipeline.xent.prompts import parse_move
+from pipeline.xent.play import PlaySettings, job_record, play_job_maps, play_map, seat_players
+from pipeline.xent.prompts import PROMPT_VERSION, parse_move
 from pipeline.xent.testing import WordJudge
 from pipeline.xent.xgl import parse_program
 from tests.conftest import models_params
 
 ROSTER = [
     {"name": "scripted", "model": "fake/scripted"},
+    {"name": "capped", "model": "fake/capped", "sampling": {"move_max_tokens": {"xent.move": 12}}},
     {"name": "heuristic-bot", "bot": "heuristic"},
     {"name": "random-bot", "bot": "random"},
 ]
@@ -91,6 +95,78 @@ def test_a_reply_without_a_move_tag_is_the_move_and_the_next_ask_reminds(tmp_pat
     assert "No move found" in fake_provider.calls[1]["messages"][-1]["content"]
     assert "No move found" not in fake_provider.calls[0]["messages"][-1]["content"]
     assert len(fake_provider.calls) == 2
+
+
+def test_reference_protocol_lets_the_model_think_and_plays_the_last_closed_move(tmp_path: Path, fake_provider) -> None:
+    reply = "<think>draft <move>no</move></think> ideas <move>first</move> then <move>final</move>"
+    fake_provider.script = [reply, "<move>dogs</move>"]
+    found, _ = players(tmp_path, "scripted")
+    judge = WordJudge()
+    maps = asyncio.run(play_job_maps(load_game("condense"), [("m1", parse_program(CONDENSE_MAP))], found["scripted"],
+                                     None, judge, 2, PlaySettings()))
+    record = job_record(load_game("condense"), "j1", found["scripted"], None, judge, 2, maps, {})
+    assert record["prompt_version"] == PROMPT_VERSION
+    first, second = (r["moves"][0] for r in record["maps"][0]["rounds"])
+    assert (first["move"], first["tagged"], first["reply"]) == ("final", True, reply)
+    assert second["move"] == "dogs"
+    sent = [call["optional_params"] for call in fake_provider.calls]
+    assert all(not params.get("stop") for params in sent)  # no stop sequence: the model may draft moves
+    # no game cap: the model's roster entry decides (this one sets none: the default visible budget)
+    assert all(params["max_tokens"] == DEFAULT_VISIBLE_TOKENS for params in sent)
+    ask = fake_provider.calls[0]["messages"][-1]["content"]
+    assert "You may think it through first" in ask and "Only the last closed <move>...</move>" in ask
+    assert "limited to 10 tokens of the judge's tokenizer" in ask and "Reply with the move only" not in ask
+    followup = fake_provider.calls[1]["messages"]
+    assert followup[2] == {"role": "assistant", "content": " ideas <move>first</move> then <move>final</move>"}
+    assert "you may think first" in followup[-1]["content"] and "Only the last closed" in followup[-1]["content"]
+
+
+def test_short_protocol_asks_for_the_move_only_and_stops_at_the_closing_tag(tmp_path: Path, fake_provider) -> None:
+    fake_provider.script = ["<move>dogs", "<move>balls"]  # providers remove the stop sequence
+    found, _ = players(tmp_path, "scripted")
+    record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
+                                  {"black": found["scripted"]}, WordJudge(), 2, PlaySettings(protocol="short")))
+    assert [(m["move"], m["tagged"]) for r in record["rounds"] for m in r["moves"]] == [("dogs", True), ("balls", True)]
+    assert all(call["optional_params"]["stop"] == ["</move>"] for call in fake_provider.calls)
+    first, later = (call["messages"][-1]["content"] for call in fake_provider.calls)
+    assert "Reply with the move only, inside tags: <move>your text</move>" in first
+    assert "(at most 10 tokens; longer moves are cut)" in first and "think" not in first.split("## This round")[-1]
+    assert "(at most 10 tokens) inside <move></move> tags." in later and "may think" not in later
+
+
+def test_short_protocol_reminds_after_an_untagged_reply(tmp_path: Path, fake_provider) -> None:
+    fake_provider.script = ["dogs", "<move>balls"]
+    found, _ = players(tmp_path, "scripted")
+    record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
+                                  {"black": found["scripted"]}, WordJudge(), 2,
+                                  PlaySettings(protocol="short", conversation="per_ask")))
+    assert [(m["move"], m["tagged"]) for r in record["rounds"] for m in r["moves"]] == [("dogs", False), ("balls", True)]
+    later = fake_provider.calls[1]["messages"][-1]["content"]
+    assert "No move found" in later and later.endswith("Reply with the move only, inside tags: <move>your text</move>")
+
+
+def test_a_model_reply_budget_comes_from_its_roster_entry_unless_the_game_sets_one(tmp_path: Path,
+                                                                                     fake_provider) -> None:
+    fake_provider.default = "<move>dogs</move>"
+    found, _ = players(tmp_path, "capped", "scripted")
+    for name, settings, sent in (("capped", PlaySettings(), 12), ("scripted", PlaySettings(reply_max_tokens=30), 30)):
+        fake_provider.calls.clear()
+        asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1", {"black": found[name]},
+                             WordJudge(), 1, settings))
+        assert fake_provider.calls[0]["optional_params"]["max_tokens"] == sent
+
+
+def test_reply_params_default_to_the_reference_protocol_and_no_game_cap() -> None:
+    replies = XentParams.model_validate({"players": ["scripted"], "games": ["condense"]}).replies
+    assert (replies.protocol, replies.max_tokens) == ("reference", None)
+    short = XentParams.model_validate({"players": ["p"], "games": ["condense"],
+                                       "replies": {"protocol": "short", "max_tokens": 16}}).replies
+    assert (short.protocol, short.max_tokens) == ("short", 16)
+    for bad in ({"protocol": "long"}, {"max_tokens": 2}):
+        with pytest.raises(ValidationError):
+            XentParams.model_validate({"players": ["p"], "games": ["condense"], "replies": bad})
+    with pytest.raises(ValueError, match="unknown reply protocol"):
+        PlaySettings(protocol="long")
 
 
 def test_model_player_moves_are_cut_to_the_elicit_max_tokens(tmp_path: Path, fake_provider) -> None:

@@ -105,3 +105,62 @@ def test_metrics_do_not_move_with_judge_noise_below_the_reported_precision() -> 
         # a best of exactly 0 stays 0 (near 0, |best| amplifies any noise: docs/xent.md)
         noisy = [(g, m, p, r, t if not t else t + sign * 1e-4 * ((k + r) % 3 - 1), e) for g, m, p, r, t, e in ROWS]
         assert metrics_dict(score_table(rounds_from(noisy)), ratings, pl.DataFrame()) == base
+
+
+def test_every_model_gets_its_empty_replies_at_the_token_limit_zero_when_none() -> None:
+    scores = score_table(rounds_from(ROWS))
+    ratings = pl.DataFrame({"player": [], "mu": [], "sigma": [], "mu_lo": [], "mu_hi": [], "rank": [], "rank_lo": [],
+                            "rank_hi": []})
+    base = metrics_dict(scores, ratings, pl.DataFrame())
+    assert {m: e["empty_at_token_limit"] for m, e in base.items()} == {"alpha": 0, "beta": 0}
+    counted = metrics_dict(scores, ratings, pl.DataFrame(), {"beta": 3, "not-a-player": 1})
+    assert counted["beta"]["empty_at_token_limit"] == 3 and counted["alpha"]["empty_at_token_limit"] == 0
+    assert set(counted) == {"alpha", "beta"}
+    # the other keys are as they were
+    assert {m: {k: v for k, v in e.items() if k != "empty_at_token_limit"} for m, e in counted.items()} == {
+        m: {k: v for k, v in e.items() if k != "empty_at_token_limit"} for m, e in base.items()}
+
+
+def test_a_reply_the_token_limit_emptied_is_counted_in_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reasoning API whose hidden reasoning (500 tokens) outgrows the entry's cap (16 visible + 100
+    reasoning) answers nothing, cut at the limit: the play stages record it, `rate` counts it."""
+    import shutil
+
+    import yaml
+
+    from pipeline.core.budgets import empty_at_limit_counts
+    from pipeline.core.loopback import LoopbackServer
+    from pipeline.core.schemas import CallsSchema
+    from pipeline.xent.report import write_rate
+    from pipeline.xent.stages import build_stage, load_schedule, play_stage, rescore_stage
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XENT_LOOPBACK_KEY", "not-a-real-key")
+    shutil.copytree(Path(__file__).parent.parent / "params", tmp_path / "params")
+    with LoopbackServer(reasoning={"r1": 500}, reply=lambda _: "I think of a garden. <move>bright garden</move>",
+                        max_seconds=120) as server:
+        api = {"extra": {"api_base": server.url}, "api_key_env": "XENT_LOOPBACK_KEY"}
+        models = yaml.safe_load((tmp_path / "params/models.yaml").read_text())
+        models["roster"] = [
+            {"name": "r1", "model": "openai/r1", "sampling": {"reasoning_tokens": 100, "max_tokens": 16}, **api},
+            {"name": "chat", "model": "openai/chat", **api},
+            {"name": "heuristic-bot", "bot": "heuristic"},
+        ]
+        models.setdefault("gateway", {}).update(cache_dir=str(tmp_path / ".cache"), backoff_base_s=0.0)
+        (tmp_path / "params/models.yaml").write_text(yaml.safe_dump(models))
+        params = {"players": ["r1", "chat", "heuristic-bot"], "opponent": "heuristic-bot", "games": ["condense"],
+                  "maps_per_game": 1, "rounds": 2, "judge": "word", "rating": {"passes": 2, "bootstrap_resamples": 2}}
+        (tmp_path / "params/xent.yaml").write_text(yaml.safe_dump(params))
+        schedule = load_schedule("params/xent.yaml", "params/models.yaml")
+        build_stage("params/xent.yaml", "params/models.yaml", "condense", "maps", None)
+        for job in schedule.jobs:
+            play_stage("params/xent.yaml", "params/models.yaml", job.game, job.job_id, "maps", "play")
+    rescore_stage("params/xent.yaml", "params/models.yaml", "play", "out")
+    write_rate("params/xent.yaml", "out")
+    metrics = json.loads(Path("out/metrics.json").read_text())
+    calls = read_table(Path("out/calls.parquet"), CallsSchema)
+    assert empty_at_limit_counts(calls) == {"r1": 2}  # both rounds' asks came back empty at the limit
+    assert metrics["r1"]["empty_at_token_limit"] == 2
+    assert metrics["chat"]["empty_at_token_limit"] == 0 and metrics["heuristic-bot"]["empty_at_token_limit"] == 0
+    moves = pl.read_parquet("out/moves.parquet")
+    assert moves.filter(pl.col("model") == "r1")["reply"].to_list() == ["", ""]

@@ -67,11 +67,28 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _params_flag(words: list[str]) -> tuple[str | None, list[str]]:
+    """`--params DIR` / `--params=DIR` anywhere on the line is ours (Snakemake has no such flag)."""
+    found, rest, i = None, [], 0
+    while i < len(words):
+        if words[i] == "--params" and i + 1 < len(words):
+            found, i = words[i + 1], i + 2
+            continue
+        if words[i].startswith("--params="):
+            found = words[i].split("=", 1)[1]
+        else:
+            rest.append(words[i])
+        i += 1
+    return found, rest
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from pipeline.core.run import RunRefused, run_snakemake
 
+    late, targets = _params_flag(list(args.targets))
+    later, extra = _params_flag(list(args.snakemake_args))
     try:
-        return run_snakemake(args.targets, args.snakemake_args)
+        return run_snakemake(targets, extra, params=args.params or late or later)
     except RunRefused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -81,6 +98,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run", help="run Snakemake targets with the project's flags; resumes after a crash without --unlock")
     run.add_argument("targets", nargs="*", help="Snakemake targets, e.g. whoisspy_all (default: all)")
+    run.add_argument("--params", metavar="DIR", default=None,
+                     help="read every params file from DIR instead of params/ (e.g. params/paper); "
+                     "default: $PIPELINE_PARAMS, else params. Snakemake gets --config params=DIR")
     run.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                      help="after --: more Snakemake arguments (e.g. -- --profile profiles/slurm)")
     run.set_defaults(func=_cmd_run)

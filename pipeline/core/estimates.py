@@ -6,37 +6,55 @@ with `ESTIMATORS = {rule: estimator}`); `python -m pipeline plan` calls them for
 dry run (pipeline/plan). An estimator reads the benchmark's own schedule (never a copy of it).
 
 A game room's requests per game job: who sits at the table, and how many calls a seat makes
-(measured in earlier games of the same model, else a bound where the rules give one). Before any
-game of a model has run, its tokens are unknown: the plan then shows its calls with an unknown
-cost for an API model (never a made-up number); local models and bots cost 0 anyway.
+(measured in earlier games of the same model). Before any game of a model has run, a room that
+states its game's structure (`PlannedMove`s: per kind of move, a seat's calls, one prompt's tokens,
+the game's reply budget and the reply its rules lead one to expect) gets calls and tokens from it,
+so an API model is priced before its first game; reply tokens are counted as the roster entry
+spends them (pipeline.core.budgets: its visible budget, plus a reasoning model's allowance). A room
+that states only a bound on calls shows them with an unknown cost for an API model (never a
+made-up number); local models and bots cost 0 anyway.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from pipeline.core.budgets import planned_reply_tokens
 from pipeline.core.plan import CallEstimate, PlannedJob
-from pipeline.core.roster import ModelsParams
+from pipeline.core.roster import ModelsParams, RosterEntry
 
 
 @dataclass
 class PlanContext:
-    """What estimators share: the project root, the roster, and each room's loaded params."""
+    """What estimators share: the project root, the roster, and each room's loaded params.
+
+    `params_dir` is the run's params directory (`params`, or `--params DIR`: e.g. params/paper); an
+    estimator reads its room's file with `params_file("<room>.yaml")`, never a fixed path."""
 
     root: Path
     models: ModelsParams
     models_path: str = "params/models.yaml"
     loaded: dict[str, Any] = field(default_factory=dict)  # per room, loaded once
+    params_dir: str = "params"
 
     def path(self, relative: str) -> Path:
         return self.root / relative
+
+    def params_source(self, name: str) -> str:
+        """`<params dir>/<name>` as the user names it (for messages): e.g. params/paper/xent.yaml."""
+        return f"{self.params_dir}/{name}"
+
+    def params_file(self, name: str) -> Path:
+        """The file `name` (e.g. "elimination.yaml") of the run's params directory, under the root."""
+        return self.root / self.params_source(name)
 
     def once(self, key: str, load: Callable[[], Any]) -> Any:
         """`load()`'s value, computed once per plan (a room's params and schedule, its history)."""
@@ -56,14 +74,17 @@ def calls_per_seat(context: PlanContext, room: str, kind: str) -> dict[str, floa
         frames = []
         for path in sorted(context.path(f"results/{room}").rglob("*calls.parquet")):
             try:
-                frames.append(pl.read_parquet(path, columns=["job", "roster_name", "error_kind", "attempt"]))
+                frames.append(pl.read_parquet(path, columns=["job", "roster_name", "request_id", "error_kind",
+                                                             "attempt"]))
             except Exception:  # noqa: BLE001,S112 - a torn file only loses its history
                 continue
         if not frames:
             return {}
-        calls = pl.concat(frames).filter(
-            pl.col("error_kind").is_null() & (pl.col("attempt") <= 1) & pl.col("job").str.starts_with(kind)
-        )
+        # one row per answered request, whatever its attempts (a retried or re-sent request is one
+        # request), and once: a room's combined calls table repeats its jobs' rows
+        answered = pl.col("error_kind").is_null() | (pl.col("error_kind") == "empty")
+        calls = pl.concat(frames).filter(answered & pl.col("job").str.starts_with(kind)).unique(
+            ["job", "roster_name", "request_id"])
         per_game = calls.group_by(["job", "roster_name"]).len()
         means = per_game.group_by("roster_name").agg(pl.col("len").mean())
         return {r["roster_name"]: float(r["len"]) for r in means.iter_rows(named=True)}
@@ -71,18 +92,74 @@ def calls_per_seat(context: PlanContext, room: str, kind: str) -> dict[str, floa
     return context.once(f"{room}-calls-per-seat", load)
 
 
+@dataclass(frozen=True)
+class PlannedMove:
+    """One kind of move a seat makes in one game, as the game's structure bounds it."""
+
+    kind: str  # the move's kind (MoveRequest.kind): it keys the roster entry's own budgets
+    calls: float  # requests of this kind per seat and game (a share of the game's: may be fractional)
+    prompt_tokens: int  # estimated tokens of one request's prompt (pipeline.core.probe.prompt_tokens)
+    game_tokens: int | None = None  # the game's visible budget for this move (None: the game sets none)
+    expected_visible: int | None = None  # visible reply tokens the rules lead one to expect (None: the budget)
+
+
+#: the moves of one seat: (seat index, roster name) -> its planned moves in one game
+SeatMoves = Callable[[int, str], Sequence[PlannedMove]]
+
+
+@dataclass(frozen=True)
+class SeatWork:
+    """Calls and tokens of one or more seats, added up over their planned moves."""
+
+    calls: float
+    prompt_tokens: float
+    reply_tokens: float
+
+    @property
+    def per_call(self) -> tuple[float, float]:
+        return (self.prompt_tokens / self.calls, self.reply_tokens / self.calls) if self.calls else (0.0, 0.0)
+
+
+def seat_work(entry: RosterEntry, moves: Sequence[PlannedMove], benchmark: str) -> SeatWork:
+    """What `entry` spends on `moves`: their calls, their prompts, and replies as the entry sends
+    them (`planned_reply_tokens`: the expected visible reply within its visible budget, plus a
+    reasoning model's whole allowance)."""
+    replies = {(m.kind, m.game_tokens, m.expected_visible): planned_reply_tokens(
+        entry, m.kind, m.game_tokens, benchmark, m.expected_visible) for m in moves}
+    return SeatWork(
+        calls=sum(m.calls for m in moves),
+        prompt_tokens=sum(m.calls * m.prompt_tokens for m in moves),
+        reply_tokens=sum(m.calls * replies[(m.kind, m.game_tokens, m.expected_visible)] for m in moves),
+    )
+
+
 def seat_estimates(
-    context: PlanContext, room: str, kind: str, seats: list[str], bound: int | None, bound_why: str
+    context: PlanContext, room: str, kind: str, seats: list[str], bound: int | None, bound_why: str,
+    moves: SeatMoves | None = None, moves_why: str = "",
 ) -> list[CallEstimate]:
-    """One row per model seated in a game: measured calls, else the rules' bound, else unknown."""
+    """One row per model seated in a game: measured calls, else the game's structure (`moves`, with
+    tokens, so the cost is priced), else the rules' bound on calls, else unknown.
+
+    `room` names the benchmark (it keys the entries' per-move budgets, `<room>.<kind>`). With
+    measured calls, tokens per call come from `moves` where given (the plan prefers the tokens
+    measured in earlier calls of the same model and kind, pipeline.core.plan.TokenHistory)."""
     measured = calls_per_seat(context, room, kind)
     found = []
     for name, count in sorted(Counter(seats).items()):
         entry = context.models.entry(name)
+        planned = None if moves is None or entry.is_bot else seat_work(
+            entry, [m for i, seat in enumerate(seats) if seat == name for m in moves(i, name)], room)
         if entry.is_bot:
             found.append(CallEstimate(name, kind, 0, 0, 0, 0))
         elif name in measured:
-            found.append(CallEstimate(name, kind, round(measured[name] * count), 0, 0, 0))
+            calls = round(measured[name] * count)
+            per_prompt, per_reply = planned.per_call if planned is not None else (0.0, 0.0)
+            found.append(CallEstimate(name, kind, calls, 0, round(calls * per_prompt), round(calls * per_reply)))
+        elif planned is not None:  # whole calls, each with the planned tokens of a mean call
+            calls = math.ceil(planned.calls - 1e-9)
+            per_prompt, per_reply = planned.per_call
+            found.append(CallEstimate(name, kind, calls, 0, round(calls * per_prompt), round(calls * per_reply),
+                                      f"{name}: {moves_why}" if moves_why else ""))
         elif bound is not None:
             found.append(CallEstimate(name, kind, bound * count, 0, 0, 0,
                                       f"{name}: {bound_why}; tokens unknown until one game ran", tokens_known=False))

@@ -29,6 +29,7 @@ from unittest import mock
 import polars as pl
 
 from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
+from pipeline.core.budgets import budget_params, reply_budget
 from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
 from pipeline.core.progress import count_call
@@ -157,6 +158,14 @@ class Completion:
     logprobs: tuple[TokenLogprob, ...] | None = None
     # seconds the provider took when it answered (equal to latency_s unless from the cache)
     answer_latency_s: float = 0.0
+    tokens_reasoning: int | None = None  # hidden reasoning tokens inside tokens_out
+    dropped_params: tuple[str, ...] = ()  # what the provider refused and the gateway dropped
+
+    @property
+    def empty_at_token_limit(self) -> bool:
+        """Cut by the token limit before any visible text: a reasoning model whose hidden reasoning
+        spent the whole budget."""
+        return self.finish_reason == "length" and not self.text.strip()
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,9 @@ class CallRecord:
     error_kind: str | None
     fault: str | None = None  # the injected fault of this attempt (pipeline.core.faults)
     batch: bool | None = None  # True: answered through the provider's batch API (pipeline.core.batch)
+    tokens_reasoning: int | None = None  # hidden reasoning tokens inside tokens_out (null: not reported)
+    finish_reason: str | None = None  # "length": the cap cut the reply
+    dropped_params: str | None = None  # parameters the provider refused, dropped and sent again (comma-separated)
 
 
 class ResponseCache:
@@ -230,16 +242,24 @@ def completion_request(
     temperature: float | None = None,
     stop: Sequence[str] | None = None,
     top_logprobs: int | None = None,
+    kind: str = "text",
+    benchmark: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """(cache key, sampling params) of one chat request: the one place both are decided, so the
-    run plan (pipeline.core.plan) counts cache hits with exactly the keys the gateway uses."""
+    """(cache key, request params) of one chat request: the one place both are decided, so the
+    run plan (pipeline.core.plan) counts cache hits with exactly the keys the gateway uses.
+
+    `max_tokens` is the game's visible budget for this kind of move (None: the game sets none);
+    the entry turns it into what is sent (pipeline.core.budgets), a reasoning allowance included.
+    """
     assert entry.model is not None
+    budget = reply_budget(entry, kind, max_tokens, benchmark)
     params: dict[str, Any] = {
         "temperature": entry.sampling.temperature if temperature is None else temperature,
         "top_p": entry.sampling.top_p,
-        "max_tokens": entry.sampling.max_tokens if max_tokens is None else max_tokens,
+        **budget_params(entry, budget),
     }
-    if entry.sampling.reasoning_effort is not None:  # only when set: other requests keep their cache keys
+    # only when set: other requests keep their cache keys; Anthropic's thinking budget replaces it
+    if entry.sampling.reasoning_effort is not None and "thinking" not in params:
         params["reasoning_effort"] = entry.sampling.reasoning_effort
     if stop:
         params["stop"] = list(stop)
@@ -247,6 +267,11 @@ def completion_request(
         params["logprobs"] = True
         params["top_logprobs"] = int(top_logprobs)
     return request_key(entry.model, messages, {**params, **entry.extra}, seed, sample_index), params
+
+
+def reply_cap(params: Mapping[str, Any]) -> int:
+    """The token cap a request carries, whichever parameter carries it."""
+    return int(params.get("max_completion_tokens") or params.get("max_tokens") or 0)
 
 
 class RateLimiter:
@@ -295,6 +320,52 @@ def _usage(response: Any) -> tuple[int, int]:
     if usage is None:
         return 0, 0
     return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+def _reasoning_tokens(response: Any) -> int | None:
+    """Hidden reasoning tokens of an answer (inside completion_tokens), or None when not reported."""
+    details = getattr(getattr(response, "usage", None), "completion_tokens_details", None)
+    if isinstance(details, dict):
+        value = details.get("reasoning_tokens")
+    else:
+        value = getattr(details, "reasoning_tokens", None)
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+#: request parameters a provider may refuse for some models (reasoning models refuse a temperature
+#: other than 1, top_p, logprobs, stop...): dropped and sent again, never fatal
+DROPPABLE_PARAMS = ("temperature", "top_p", "top_logprobs", "logprobs", "stop", "seed", "reasoning_effort",
+                    "presence_penalty", "frequency_penalty")
+_REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "only the default", "not allowed",
+                  "not available", "isn't supported", "is not permitted")
+
+
+def refused_params(exc: BaseException, sent: Mapping[str, Any], seed: int | None) -> set[str]:
+    """The parameters a provider's 400 refuses, among those sent (empty: not a refusal of one).
+
+    OpenAI-style: "Unsupported value: 'temperature' does not support 0.7 with this model",
+    "logprobs are not supported with reasoning models", "Unsupported parameter: 'max_tokens' ...
+    Use 'max_completion_tokens' instead."
+    """
+    text = str(exc).lower()
+    if not any(word in text for word in _REFUSAL_WORDS):
+        return set()
+    names = [*sent, *(["seed"] if seed is not None else [])]
+    found = {name for name in names if name in DROPPABLE_PARAMS + ("max_tokens",) and name in text}
+    if "top_logprobs" in found or "logprobs" in found:
+        found |= {"logprobs", "top_logprobs"} & set(sent)
+    if "max_tokens" in found and "max_completion_tokens" not in text:
+        found.discard("max_tokens")  # a refusal of the cap's size, not of the parameter
+    return found
+
+
+def without_refused(params: Mapping[str, Any], refused: set[str]) -> dict[str, Any]:
+    """`params` as the provider accepts them: refused ones dropped, a refused `max_tokens` sent as
+    `max_completion_tokens`."""
+    kept = {k: v for k, v in params.items() if k not in refused}
+    if "max_tokens" in refused and "max_tokens" in params:
+        kept["max_completion_tokens"] = params["max_tokens"]
+    return kept
 
 
 def _cost(response: Any, entry: RosterEntry, settings: GatewaySettings | None = None) -> float | None:
@@ -367,6 +438,8 @@ def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) 
         cache_hit=cache_hit,
         request_id=entry["key"][:16],
         answer_latency_s=float(entry.get("latency_s", latency_s)),
+        tokens_reasoning=entry.get("tokens_reasoning"),
+        dropped_params=tuple(entry.get("dropped_params") or ()),
         logprobs=None
         if lps is None
         else tuple(TokenLogprob(r["token"], r["logprob"], tuple(map(tuple, r["top"]))) for r in lps),
@@ -398,6 +471,7 @@ class Gateway:
         # beside the cache, not in it: the cache holds only answers
         self.limit_store = Path(root) / self.settings.limit_store if self.settings.limit_store else directory.parent / STORE_NAME
         self._checked: set[str] = set()
+        self._refused: dict[str, set[str]] = {}  # per roster entry: parameters its provider refused
         # jitter only spreads retries in time; it never touches what is asked or answered
         self._jitter = random.Random(0)
 
@@ -439,21 +513,27 @@ class Gateway:
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
         top_logprobs: int | None = None,
+        kind: str = "text",
+        benchmark: str | None = None,
     ) -> Completion:
-        """One chat completion for `entry`, from the cache when this exact request was answered."""
+        """One chat completion for `entry`, from the cache when this exact request was answered.
+
+        `max_tokens` is the game's visible budget for this `kind` of move (None: the game sets
+        none); the entry's budgets decide what is sent (pipeline.core.budgets)."""
         if entry.is_bot:
             raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
         assert entry.model is not None
         key, params = completion_request(
             entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
-            temperature=temperature, stop=stop, top_logprobs=top_logprobs,
+            temperature=temperature, stop=stop, top_logprobs=top_logprobs, kind=kind, benchmark=benchmark,
         )
 
         started = time.monotonic()
         cached = self.cache.get(key) if self.read_cache else None
         if cached is not None:
             completion = _to_completion(cached, cache_hit=True, latency_s=time.monotonic() - started)
-            self._record(entry, completion.request_id, 0, completion, None, cached.get("fault"))
+            empty = None if completion.text.strip() else "empty"  # as when it was first answered
+            self._record(entry, completion.request_id, 0, completion, empty, cached.get("fault"))
             return completion
 
         auth_kwargs = self._preflight(entry)
@@ -467,9 +547,12 @@ class Gateway:
                 raise RequestError(f"roster entry {entry.name!r}: {_short(exc)}") from None
         attempt = 0
         first_refusal: float | None = None  # when this request first met a 429
-        tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), params["max_tokens"])
+        tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), reply_cap(params))
+        refused = self._refused.setdefault(entry.name, set())  # what this provider refused for this entry
+        refusals = 0
         while True:
             attempt += 1
+            sent = without_refused(params, refused)
             async with self._admitted(entry, tokens_guess) as admission:
                 self._check_budget()
                 fault = draw_fault(self.faults, key, attempt) if self.faults.active else None
@@ -482,10 +565,10 @@ class Gateway:
                     response = await _litellm().acompletion(
                         model=entry.model,
                         messages=[dict(m) for m in messages],
-                        seed=seed,
+                        seed=None if "seed" in refused else seed,
                         timeout=self.settings.timeout_s,
                         num_retries=0,
-                        **params,
+                        **sent,
                         **entry.extra,
                         **auth_kwargs,
                     )
@@ -496,6 +579,17 @@ class Gateway:
                     if kind == "auth":
                         variables = [entry.api_key_env] if entry.api_key_env else key_env_names(entry.model)
                         raise AuthError(auth_message(entry, variables, _short(exc))) from None
+                    # what this attempt sent and the provider refused (a concurrent request may
+                    # have learnt it meanwhile: the next attempt leaves it out all the same)
+                    newly = refused_params(exc, sent, None if "seed" in refused else seed)
+                    if kind == "bad_request" and newly and refusals < len(DROPPABLE_PARAMS):
+                        # a parameter this model refuses: dropped, recorded, sent again at once
+                        refusals += 1
+                        if newly - refused:
+                            log.warning("%s: the provider refused %s; sent again without", entry.name,
+                                        ", ".join(sorted(newly - refused)))
+                        refused |= newly
+                        continue
                     if kind not in TRANSPORT_KINDS:
                         raise RequestError(
                             f"roster entry {entry.name!r} (model {entry.model}): request rejected: {_short(exc)}"
@@ -517,7 +611,9 @@ class Gateway:
                     admission.tokens = sum(_usage(response)) or None
                     # recorded before the slot is given back: a request waiting for it checks the
                     # budget against a ledger that already holds this answer's spend
-                    stored = await self._store_answer(entry, key, response, fault, params, top_logprobs, latency)
+                    dropped = sorted(set(params) & refused | ({"seed"} & refused if seed is not None else set()))
+                    stored = await self._store_answer(entry, key, response, fault, params, top_logprobs, latency,
+                                                      dropped)
                     break
             log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
             await asyncio.sleep(delay)
@@ -528,14 +624,16 @@ class Gateway:
         return completion
 
     async def _store_answer(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
-                            params: dict[str, Any], top_logprobs: Any, latency: float) -> dict[str, Any]:
+                            params: dict[str, Any], top_logprobs: Any, latency: float,
+                            dropped: Sequence[str] = ()) -> dict[str, Any]:
         """The answer as the cache keeps it, written to the cache and its spend to the ledger."""
         choice = response.choices[0]
         text = getattr(choice.message, "content", None) or ""
         finish_reason = getattr(choice, "finish_reason", None) or "stop"
         if fault is not None:  # a content fault: this is what the model "said"
-            text, finish_reason = corrupt_reply(fault, text, key, params.get("max_tokens"))
+            text, finish_reason = corrupt_reply(fault, text, key, reply_cap(params) or None)
         tokens_in, tokens_out = _usage(response)
+        reasoning = _reasoning_tokens(response)
         stored = {
             "model": entry.model,
             "text": text,
@@ -547,9 +645,15 @@ class Gateway:
             "latency_s": latency,
             "fault": fault,
         }
+        # only when there is something to say: answers of other models keep their cached form
+        if reasoning is not None:
+            stored["tokens_reasoning"] = reasoning
+        if dropped:
+            stored["dropped_params"] = list(dropped)
         spent = {
             "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
             "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "tokens_reasoning": reasoning,
         }
         # on a worker thread: both writes fsync, which would stall every other game on this loop
         await asyncio.to_thread(self._persist, key, stored, spent)
@@ -624,6 +728,9 @@ class Gateway:
                 cache_hit=c.cache_hit,
                 error_kind=kind,
                 fault=fault,
+                tokens_reasoning=c.tokens_reasoning,
+                finish_reason=c.finish_reason,
+                dropped_params=",".join(c.dropped_params) or None,
             )
         )
 

@@ -7,6 +7,13 @@ the gateway's limits from the provider's side. It stops by itself after `max_req
 `max_seconds`, whichever comes first, so a test that forgets it never leaves it running.
 
 Point a roster entry at it with `model: openai/<anything>` and `extra: {api_base: <url>}`.
+
+Models named in `reasoning` act like today's reasoning APIs: each answer first spends hidden
+reasoning tokens (the number given per model) inside `max_completion_tokens` (or `max_tokens`);
+below that need the reply is empty with `finish_reason: "length"`; usage reports them under
+`completion_tokens_details.reasoning_tokens`; they refuse `logprobs`, a temperature other than 1,
+and `max_tokens` when `strict_reasoning_params` is set (as OpenAI's o-series does). Other models
+are chat models whose replies are cut at the cap (one token a word here) with `finish_reason: "length"`.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ class LoopbackServer:
         max_requests: int = 10_000,
         max_seconds: float = 120.0,
         retry_after: bool = True,
+        reasoning: dict[str, int] | None = None,
+        strict_reasoning_params: bool = True,
     ) -> None:
         self.latency_s = latency_s
         self.uncounted = uncounted  # a request whose last message is exactly this is answered, not counted
@@ -62,6 +71,9 @@ class LoopbackServer:
         self.max_requests = max_requests
         self.max_seconds = max_seconds
         self.retry_after = retry_after
+        self.reasoning = dict(reasoning or {})  # model name -> hidden reasoning tokens per answer
+        self.strict_reasoning_params = strict_reasoning_params
+        self.requests: list[dict[str, Any]] = []  # every accepted request body, in arrival order
         self.stats = ServerStats()
         self._window: deque[float] = deque()
         self._in_flight = 0
@@ -109,6 +121,13 @@ class LoopbackServer:
                 {"error": {"message": "rate limit exceeded", "type": "rate_limit_error", "code": "rate_limit"}},
                 status=429, headers=headers,
             )
+        self.requests.append(body)
+        refusal = self._refusal(body)
+        if refusal is not None:
+            return web.json_response(
+                {"error": {"message": refusal, "type": "invalid_request_error", "code": "unsupported_parameter"}},
+                status=400,
+            )
         self._in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
         try:
@@ -119,16 +138,45 @@ class LoopbackServer:
             self._in_flight -= 1
         return web.json_response(self._answer(body, messages, text))
 
+    def _refusal(self, body: dict[str, Any]) -> str | None:
+        """What a reasoning API refuses, in OpenAI's words (None: the request is accepted)."""
+        if body.get("model") not in self.reasoning:
+            return None
+        if body.get("logprobs") or body.get("top_logprobs"):
+            return "logprobs are not supported with reasoning models"
+        if not self.strict_reasoning_params:
+            return None
+        if body.get("temperature") not in (None, 1, 1.0):
+            return (f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. "
+                    "Only the default (1) value is supported.")
+        if body.get("max_tokens") is not None:
+            return "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        return None
+
     def _answer(self, body: dict[str, Any], messages: Sequence[dict[str, Any]], text: str) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        hidden = self.reasoning.get(body.get("model", ""), 0)
+        words = text.split()
+        finish = "stop"
+        if cap is not None and hidden >= int(cap):  # the reasoning spent the whole budget
+            hidden, words, finish = int(cap), [], "length"
+        elif cap is not None and hidden + len(words) > int(cap):  # the visible reply is cut at the cap
+            words, finish = words[: int(cap) - hidden], "length"
+        if finish == "length":
+            text = " ".join(words)
+        visible = len(words) if finish == "length" else len(text) // 4 + 1
+        usage: dict[str, Any] = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": hidden + visible,
+                                 "total_tokens": prompt_chars // 4 + 1 + hidden + visible}
+        if body.get("model") in self.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": hidden}
         return {
             "id": f"loopback-{self._seen}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "loopback"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(text) // 4 + 1,
-                      "total_tokens": prompt_chars // 4 + len(text) // 4 + 2},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": usage,
         }
 
     # -- lifecycle ------------------------------------------------------------------------

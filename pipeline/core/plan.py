@@ -29,6 +29,7 @@ import polars as pl
 
 from pipeline.core.batch import batchable
 from pipeline.core.budget import SpendLedger
+from pipeline.core.budgets import reasoning_allowance
 from pipeline.core.io import write_json_atomic
 from pipeline.core.roster import ModelsParams, RosterEntry
 
@@ -117,16 +118,26 @@ def _job(block: dict[str, str]) -> PlannedJob:
     return PlannedJob(block["rule"], block.get("reason", ""), wildcards, outputs)
 
 
-def dry_run(targets: Sequence[str], *, root: str | os.PathLike[str] = ".", snakefile: str = "Snakefile") -> list[PlannedJob]:
-    """Snakemake's plan for `targets` (its default target when none), with the project's triggers."""
+# a room whose params cannot be scheduled says so while Snakemake parses (its targets then plan nothing)
+_UNSCHEDULED = re.compile(r"^[a-z][a-z0-9_]*: (?:no \w+|nothing) scheduled \(")
+
+
+def dry_run(targets: Sequence[str], *, root: str | os.PathLike[str] = ".", snakefile: str = "Snakefile",
+            config: Sequence[str] = (), notes: list[str] | None = None) -> list[PlannedJob]:
+    """Snakemake's plan for `targets` (its default target when none), with the project's triggers.
+
+    `config`: more Snakemake arguments before the targets (`--config params=DIR` chooses the params
+    directory). `notes`, when given, receives the rooms' messages about params they cannot schedule."""
     command = [
         sys.executable, "-m", "snakemake", "--dry-run", "--nolock", "--snakefile", snakefile,
-        "--rerun-triggers", *RERUN_TRIGGERS, "--cores", "1", *targets,
+        "--rerun-triggers", *RERUN_TRIGGERS, *config, "--cores", "1", *targets,
     ]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-12:])
         raise PlanError(f"snakemake --dry-run {' '.join(targets)} failed in {root}:\n{tail}")
+    if notes is not None:
+        notes.extend(line.strip() for line in result.stderr.splitlines() if _UNSCHEDULED.match(line.strip()))
     return parse_dry_run(result.stdout + "\n" + result.stderr)
 
 
@@ -149,15 +160,18 @@ def call_kind(job: str) -> str:
 def measured_calls(results: str | os.PathLike[str]) -> pl.DataFrame:
     """Every answered provider request of earlier runs (one row per request, deduplicated)."""
     frames = []
+    columns = {"job": pl.Utf8, "roster_name": pl.Utf8, "request_id": pl.Utf8, "attempt": pl.Int64,
+               "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cache_hit": pl.Boolean, "error_kind": pl.Utf8,
+               "tokens_reasoning": pl.Int64}
     for path in sorted(Path(results).rglob("*calls.parquet")):
         try:
-            frame = pl.read_parquet(path, columns=["job", "roster_name", "request_id", "attempt", "tokens_in",
-                                                   "tokens_out", "cache_hit", "error_kind"])
+            present = set(pl.read_parquet_schema(path))
+            frame = pl.read_parquet(path, columns=[c for c in columns if c in present])
         except Exception:  # noqa: BLE001,S112 - a torn or foreign file only loses its history
             continue
-        frames.append(frame)
-    columns = {"job": pl.Utf8, "roster_name": pl.Utf8, "request_id": pl.Utf8, "attempt": pl.Int64,
-               "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cache_hit": pl.Boolean, "error_kind": pl.Utf8}
+        if "tokens_reasoning" not in frame.columns:  # written before the column existed
+            frame = frame.with_columns(pl.lit(None, pl.Int64).alias("tokens_reasoning"))
+        frames.append(frame.select(list(columns)))
     if not frames:
         return pl.DataFrame(schema={**columns, "kind": pl.Utf8})
     calls = pl.concat([f.cast(columns) for f in frames])  # type: ignore[arg-type]  # polars' stubs want its own key types
@@ -169,21 +183,28 @@ def measured_calls(results: str | os.PathLike[str]) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class TokenHistory:
-    """Mean input and output tokens per answered call, by (roster name, job kind)."""
+    """Mean input, output and reasoning tokens per answered call, by (roster name, job kind)."""
 
     means: dict[tuple[str, str], tuple[float, float, int]]
+    reasoning: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @classmethod
     def load(cls, results: str | os.PathLike[str]) -> TokenHistory:
         calls = measured_calls(results).filter(pl.col("tokens_in") + pl.col("tokens_out") > 0)
         grouped = calls.group_by(["roster_name", "kind"]).agg(
-            pl.col("tokens_in").mean().alias("i"), pl.col("tokens_out").mean().alias("o"), pl.len().alias("n")
+            pl.col("tokens_in").mean().alias("i"), pl.col("tokens_out").mean().alias("o"), pl.len().alias("n"),
+            pl.col("tokens_reasoning").fill_null(0).mean().alias("r"),
         )
-        return cls({(r["roster_name"], r["kind"]): (r["i"], r["o"], r["n"]) for r in grouped.iter_rows(named=True)})
+        rows = list(grouped.iter_rows(named=True))
+        return cls({(r["roster_name"], r["kind"]): (r["i"], r["o"], r["n"]) for r in rows},
+                   {(r["roster_name"], r["kind"]): float(r["r"] or 0.0) for r in rows})
 
     def per_call(self, model: str, kind: str) -> tuple[float, float] | None:
         found = self.means.get((model, kind))
         return None if found is None else (found[0], found[1])
+
+    def reasoning_per_call(self, model: str, kind: str) -> float:
+        return self.reasoning.get((model, kind), 0.0)
 
 
 def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = False) -> tuple[float, float] | None:
@@ -216,7 +237,7 @@ def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = F
 PLAN_COLUMNS: dict[str, Any] = {
     "benchmark": pl.Utf8, "model": pl.Utf8, "jobs": pl.Int64, "why": pl.Utf8, "calls": pl.Int64,
     "cached_calls": pl.Int64, "paid_calls": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64,
-    "cost_usd": pl.Float64, "batch_cost_usd": pl.Float64, "tokens_from": pl.Utf8, "note": pl.Utf8,
+    "tokens_reasoning": pl.Int64, "cost_usd": pl.Float64, "batch_cost_usd": pl.Float64, "tokens_from": pl.Utf8, "note": pl.Utf8,
 }
 
 
@@ -228,6 +249,7 @@ class _Row:
     cached: int = 0
     tokens_in: float = 0.0
     tokens_out: float = 0.0
+    tokens_reasoning: float = 0.0  # inside tokens_out
     cost: float | None = 0.0
     batch_cost: float | None = 0.0
     sources: set[str] = field(default_factory=set)
@@ -253,12 +275,15 @@ def plan_table(
         if paid and measured is not None:
             row.tokens_in += paid * measured[0]
             row.tokens_out += paid * measured[1]
+            row.tokens_reasoning += paid * history.reasoning_per_call(est.model, est.kind)
             row.sources.add("measured")
         elif paid and not est.tokens_known:
             row.sources.add("unknown")
         elif paid:
             row.tokens_in += est.prompt_tokens
             row.tokens_out += est.reply_tokens
+            if est.model != NO_MODEL:  # estimators count the whole allowance inside reply_tokens
+                row.tokens_reasoning += paid * reasoning_allowance(models.entry(est.model))
             row.sources.add("prompt+cap")
         if est.note:
             row.notes.add(est.note)
@@ -281,6 +306,7 @@ def plan_table(
             "why": ", ".join(f"{k} {v}" for k, v in sorted(r.reasons.items())),
             "calls": r.calls, "cached_calls": r.cached, "paid_calls": r.calls - r.cached,
             "tokens_in": round(r.tokens_in), "tokens_out": round(r.tokens_out),
+            "tokens_reasoning": round(r.tokens_reasoning),
             "cost_usd": None if r.cost is None else round(r.cost, 6),
             "batch_cost_usd": None if r.batch_cost is None else round(r.batch_cost, 6),
             "tokens_from": "+".join(sorted(r.sources)) or "-", "note": "; ".join(sorted(r.notes)),
@@ -329,8 +355,10 @@ class Plan:
         return None if self.budget_usd is None else self.budget_usd - self.spent_usd
 
     def exceeds_budget(self) -> bool:
+        """Over the budget left, or budgeted and not priceable: a budgeted run never starts on
+        work whose cost it cannot see."""
         left, cost = self.left_usd, self.cost_usd
-        return left is not None and cost is not None and cost > left
+        return left is not None and (cost is None or cost > left)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -371,28 +399,32 @@ def _money(value: float | None) -> str:
 
 def render_plan(plan: Plan) -> str:
     lines = [(f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
-              f"{'tokens out':>10} {'cost':>10} {'batch cost':>10}  why")]
+              f"{'tokens out':>10} {'reasoning':>10} {'cost':>10} {'batch cost':>10}  why")]
     for r in plan.table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>7} {r['cached_calls']:>7} "
-            f"{r['tokens_in']:>10} {r['tokens_out']:>10} {_money(r['cost_usd']):>10} {_money(r['batch_cost_usd']):>10}  {r['why']}"
+            f"{r['tokens_in']:>10} {r['tokens_out']:>10} {r['tokens_reasoning']:>10} {_money(r['cost_usd']):>10} "
+            f"{_money(r['batch_cost_usd']):>10}  {r['why']}"
             + (f"  [{r['note']}]" if r["note"] else "")
         )
     t = plan.table
     lines.append(
         f"total: {t['jobs'].sum()} job(s), {t['calls'].sum()} call(s) of which {t['cached_calls'].sum()} "
-        f"from the cache, estimated cost {_money(plan.cost_usd)} ({_money(plan.batch_cost_usd)} with "
+        f"from the cache, {t['tokens_out'].sum()} output tokens ({t['tokens_reasoning'].sum()} of them reasoning), "
+        f"estimated cost {_money(plan.cost_usd)} ({_money(plan.batch_cost_usd)} with "
         f"gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
     if plan.budget_usd is not None and plan.cost_usd is None:
-        lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes); "
-                     "the spend ledger still stops the run at gateway.budget_usd")
+        lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes), "
+                     "so a budgeted run refuses to start")
     return "\n".join(lines)
 
 
 def what_to_cut(plan: Plan, limit: int = 3) -> str:
     """The message of a plan over budget: the costliest rows first, with the knobs that cut them."""
+    if plan.cost_usd is None:
+        return _unpriced(plan)
     rows = plan.table.filter(pl.col("cost_usd") > 0).sort("cost_usd", descending=True).head(limit)
     biggest = "; ".join(
         f"{r['benchmark']}/{r['model']} ${r['cost_usd']:.4f} ({r['paid_calls']} paid call(s))" for r in rows.iter_rows(named=True)
@@ -402,6 +434,20 @@ def what_to_cut(plan: Plan, limit: int = 3) -> str:
         f"${plan.budget_usd:g} is left (params/models.yaml; spent {_money(plan.spent_usd)}). No model request "
         f"was started. Costliest: {biggest}. Cut: {_cuts(rows)}; or use a cheaper model, run one target "
         "at a time (`python -m pipeline plan TARGET` prices each), or raise gateway.budget_usd."
+    )
+
+
+def _unpriced(plan: Plan) -> str:
+    """The message of a budgeted plan whose cost is unknown: which rows, and why."""
+    rows = plan.table.filter(pl.col("cost_usd").is_null())
+    which = "; ".join(
+        f"{r['benchmark']}/{r['model']} ({r['paid_calls']} paid call(s){': ' + r['note'] if r['note'] else ''})"
+        for r in rows.iter_rows(named=True)
+    )
+    return (
+        f"gateway.budget_usd = ${plan.budget_usd:g} is set (params/models.yaml), but the run plan cannot price "
+        f"{which}. No model request was started. Fix: set gateway.prices for the unpriced model strings, "
+        "or remove the budget to run without a price check (the spend ledger still stops the run at the budget)."
     )
 
 

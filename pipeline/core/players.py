@@ -28,6 +28,8 @@ class MoveRequest:
     kind: str = "text"  # what is asked: "statement", "vote", "answer", ...
     choices: tuple[str, ...] = ()  # the valid moves, when they can be listed
     max_words: int | None = None
+    # the game's visible reply budget for this kind of move, as its reference allows (None: none);
+    # the player's roster entry decides what is sent (pipeline.core.budgets)
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     top_logprobs: int | None = None
@@ -58,10 +60,11 @@ class Reply:
 class Player(ABC):
     """One roster entry in one job."""
 
-    def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int) -> None:
+    def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> None:
         self.entry = entry
         self.gateway = gateway
         self.job_seed = job_seed
+        self.game = game  # the benchmark: its name keys the entry's per-move budgets (`elimination.vote`)
 
     @property
     def name(self) -> str:
@@ -90,6 +93,8 @@ class ModelPlayer(Player):
             max_tokens=request.max_tokens,
             stop=request.stop or None,
             top_logprobs=request.top_logprobs,
+            kind=request.kind,
+            benchmark=self.game,
         )
         return Reply(
             player=self.name,
@@ -154,7 +159,7 @@ class BotPlayer(Player):
     """A scripted player: deterministic given the job seed and the request key."""
 
     def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None) -> None:
-        super().__init__(entry, gateway, job_seed)
+        super().__init__(entry, gateway, job_seed, game)
         self.policy = bot_policy(entry, game)
 
     async def act(self, request: MoveRequest) -> Reply:
@@ -192,7 +197,7 @@ def random_bot(options: Mapping[str, Any]) -> BotPolicy:
 def make_player(entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> Player:
     if entry.is_bot:
         return BotPlayer(entry, gateway, job_seed, game)
-    return ModelPlayer(entry, gateway, job_seed)
+    return ModelPlayer(entry, gateway, job_seed, game)
 
 
 def make_players(

@@ -24,6 +24,7 @@ from pipeline.core.llm import (
     Message,
     TokenLogprob,
     completion_request,
+    reply_cap,
 )
 from pipeline.core.roster import ModelsParams
 
@@ -74,16 +75,18 @@ class ProbeGateway(Gateway):
         temperature: float | None = None,
         stop: Sequence[str] | None = None,
         top_logprobs: int | None = None,
+        kind: str = "text",
+        benchmark: str | None = None,
     ) -> Completion:
         if entry.is_bot:
             raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
         key, params = completion_request(
             entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
-            temperature=temperature, stop=stop, top_logprobs=top_logprobs,
+            temperature=temperature, stop=stop, top_logprobs=top_logprobs, kind=kind, benchmark=benchmark,
         )
         cached = self.cache.get(key) if self.read_cache else None
         self.requests.append(ProbedRequest(
-            entry.name, key, cached is not None, prompt_tokens(messages), int(params["max_tokens"]),
+            entry.name, key, cached is not None, prompt_tokens(messages), reply_cap(params),
             tuple(dict(m) for m in messages), tuple(params.items()), seed,
         ))
         if cached is not None and self.answer_from_cache:

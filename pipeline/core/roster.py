@@ -19,15 +19,28 @@ SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secre
 
 
 class Sampling(Strict):
+    """How an entry samples, and what its replies may spend (pipeline.core.budgets): budgets belong
+    to the model, so a game states its rules and this entry decides the caps."""
+
     temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature in [0, 2]; 0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus mass in (0, 1]")
-    max_tokens: int = Field(256, ge=1, le=65536, description="a positive integer: the reply length cap in tokens")
+    max_tokens: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="a positive integer, or null: the most visible reply tokens of any move (null: the game's "
+        "budget, or 4096 where the game sets none); a reasoning model's allowance comes on top")
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
         None, description="a reasoning model's effort (litellm's reasoning_effort); unset: the provider's default")
+    reasoning: bool | None = Field(
+        None, description="true or false: whether this is a reasoning model (null: from reasoning_effort, "
+        "reasoning_tokens or litellm's model map)")
+    reasoning_tokens: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="a positive integer: hidden reasoning tokens allowed on top of every visible budget "
+        "(null: by effort, minimal 2048, low 4096, medium 8192, high 16384)")
     move_max_tokens: dict[str, int] = Field(
         default_factory=dict,
-        description="max_tokens per kind of move (e.g. statement: 4000, vote: 2000), replacing the game's own "
-        "budget for that move: a reasoning model spends its budget on hidden reasoning before any visible text")
+        description="visible reply tokens per kind of move, keyed `<benchmark>.<kind>` (e.g. elimination.vote: 10) "
+        "or `<kind>` for every benchmark; replaces the game's budget for that move")
 
     @field_validator("move_max_tokens")
     @classmethod
@@ -36,11 +49,6 @@ class Sampling(Strict):
         if bad:
             raise ValueError(f"move_max_tokens: {', '.join(bad)} need a positive integer number of tokens")
         return value
-
-    def budget(self, kind: str, game_budget: int) -> int:
-        """max_tokens of one move: the entry's own budget for this kind of move when it sets one,
-        else the game's budget capped by the entry's max_tokens."""
-        return self.move_max_tokens.get(kind, min(game_budget, self.max_tokens))
 
 
 class RosterEntry(Strict):

@@ -10,6 +10,8 @@
   When a run is alive it refuses, naming its process id: two runs never write the same files.
 - While Snakemake runs, it prints the stage's progress (pipeline.core.progress) when stderr is a
   terminal.
+- `--params DIR` (or PIPELINE_PARAMS=DIR) reads every params file from DIR instead of params/ (e.g.
+  params/paper): Snakemake gets `--config params=DIR` (the Snakefile's PARAMS_DIR).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.core.progress import PROGRESS_ENV, stage_progress
+from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, params_config, params_dir, required_params
 
 LOCK_NAME = "pipeline-run.lock"
 # arguments after which Snakemake runs nothing, so no lock is involved
@@ -90,10 +93,23 @@ def clear_stale_lock(root: Path, targets: Sequence[str], say: Callable[[str], No
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def default_jobs(root: Path) -> int:
+def with_params_config(args: Sequence[str], params: str) -> list[str]:
+    """`args` choosing the params directory: `--config params=DIR` (merged into a --config of the
+    user's own, which takes several KEY=VALUE)."""
+    words = list(args)
+    config = params_config(params)
+    if not config:
+        return words
+    for i, word in enumerate(words):
+        if word in ("--config", "-C"):
+            return [*words[: i + 1], config[1], *words[i + 1:]]
+    return [*words, *config]
+
+
+def default_jobs(root: Path, params: str = DEFAULT_PARAMS) -> int:
     from pipeline.core.roster import load_models
 
-    jobs = load_models(root / "params" / "models.yaml").parallel.jobs
+    jobs = load_models(root / params / "models.yaml").parallel.jobs
     return jobs or os.cpu_count() or 1
 
 
@@ -102,15 +118,21 @@ def say(message: str) -> None:
 
 
 def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Path("."),
-                  interval_s: float = 5.0) -> int:
+                  interval_s: float = 5.0, params: str | None = None) -> int:
+    """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params)."""
+    params = params_dir(params)
+    if params != DEFAULT_PARAMS:
+        from pipeline.core.registry import benchmarks
+
+        check_params_dir(params, required_params(benchmarks()), root)
     fd = take_run_lock(root)
     try:
         clear_stale_lock(root, targets, say)
         # the shared flags (rerun triggers, --rerun-incomplete) come from the workflow profile
         # profiles/default, which Snakemake loads by itself
-        args = [*targets, *extra]
+        args = with_params_config([*targets, *extra], params)
         if not _JOB_FLAGS.intersection(a.split("=", 1)[0] for a in extra):
-            args += ["--cores", str(default_jobs(root))]
+            args += ["--cores", str(default_jobs(root, params))]
         progress_dir = root / ".snakemake" / "pipeline-progress" / str(os.getpid())
         progress_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, PROGRESS_ENV: str(progress_dir.resolve())}

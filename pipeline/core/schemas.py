@@ -54,6 +54,12 @@ class CallsSchema(StrictTable):
     )
     # true: answered through the provider's batch API (pipeline.core.batch); null: sent directly
     batch: bool | None = pa.Field(nullable=True)
+    # hidden reasoning tokens inside tokens_out (null: the provider reported none)
+    tokens_reasoning: int | None = pa.Field(nullable=True, ge=0)
+    # why the reply ended ("length": the token cap cut it); null for errors and bots
+    finish_reason: str | None = pa.Field(nullable=True)
+    # parameters the provider refused for this model, dropped and sent again (comma-separated)
+    dropped_params: str | None = pa.Field(nullable=True)
 
 
 CALLS_DTYPES: dict[str, Any] = {
@@ -70,11 +76,15 @@ CALLS_DTYPES: dict[str, Any] = {
     "error_kind": pl.Utf8,
     "fault": pl.Utf8,
     "batch": pl.Boolean,
+    "tokens_reasoning": pl.Int64,
+    "finish_reason": pl.Utf8,
+    "dropped_params": pl.Utf8,
 }
 
 
 def calls_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame([{"fault": None, "batch": None, **row} for row in rows], schema=CALLS_DTYPES, orient="row")
+    optional = {"fault": None, "batch": None, "tokens_reasoning": None, "finish_reason": None, "dropped_params": None}
+    return pl.DataFrame([{**optional, **row} for row in rows], schema=CALLS_DTYPES, orient="row")
 
 
 class RosterCheckSchema(StrictTable):
@@ -90,6 +100,8 @@ class RosterCheckSchema(StrictTable):
     tokens_out: int = pa.Field(ge=0)
     cost_usd: float = pa.Field(ge=0, nullable=True)
     error: str = pa.Field(nullable=True)
+    # how the entry's reply budgets are set (pipeline.core.budgets.describe): chat or reasoning model
+    budgets: str
 
 
 class RatingsSchema(StrictTable):

@@ -1,4 +1,5 @@
-"""What the Snakefile sets up before any rule: the interpreter the rules call and their software.
+"""What the Snakefile sets up before any rule: the interpreter the rules call, their software, and
+the params directory every rule reads.
 
 Rules call `python -m pipeline ...`. Rather than writing the interpreter's path into every shell
 line (which `snakemake --lint` rightly flags, and which a conda or container run must not bypass),
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def interpreter_on_path(shim_dir: Path = Path(".snakemake") / "pipeline-bin") -> str:
@@ -33,6 +36,66 @@ def interpreter_on_path(shim_dir: Path = Path(".snakemake") / "pipeline-bin") ->
     if not parts or parts[0] != str(folder):
         os.environ["PATH"] = os.pathsep.join([str(folder), *[p for p in parts if p and p != str(folder)]])
     return str(folder)
+
+
+#: The params directory (the demo's `params`, the references' scale `params/paper`, any other):
+#: `--config params=DIR` for Snakemake, `--params DIR` for `python -m pipeline run|plan`, or this
+#: environment variable; a flag wins over the variable.
+PARAMS_ENV = "PIPELINE_PARAMS"
+DEFAULT_PARAMS = "params"
+PARAMS_CONFIG_KEY = "params"  # snakemake --config params=DIR
+
+
+def params_dir(chosen: Any = None) -> str:
+    """The params directory: `chosen` (a flag, Snakemake's `config["params"]`), else $PIPELINE_PARAMS,
+    else `params`. Normalized without a trailing slash, so the default's paths stay `params/<name>`."""
+    value = chosen if chosen not in (None, "") else os.environ.get(PARAMS_ENV) or DEFAULT_PARAMS
+    return os.path.normpath(str(value))
+
+
+def snakefile_params_dir(config: Mapping[str, Any]) -> str:
+    """The Snakefile's params directory: `--config params=DIR`, else $PIPELINE_PARAMS, else `params`."""
+    return params_dir(config.get(PARAMS_CONFIG_KEY))
+
+
+def params_config(directory: str) -> list[str]:
+    """Snakemake arguments that choose `directory`: [] for the default when $PIPELINE_PARAMS does not
+    name another (the demo's command lines stay as they were), else `--config params=DIR`, which
+    wins over the variable Snakemake inherits."""
+    if directory == DEFAULT_PARAMS and params_dir() == DEFAULT_PARAMS:
+        return []
+    return ["--config", f"{PARAMS_CONFIG_KEY}={directory}"]
+
+
+def required_params(benchmarks: Iterable[Any]) -> list[str]:
+    """The files a params directory must hold: the roster, each benchmark's (whose rules this copy of
+    the project has) and the leaderboard's."""
+    names = [f"{b.name}.yaml" for b in benchmarks if b.rules.exists()]
+    return ["models.yaml", *names, "leaderboard.yaml"]
+
+
+def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".") -> None:
+    """Stop with a ParamsError naming the path and the fix when `directory` (relative to `root`) is
+    missing or lacks one of `names`."""
+    from pipeline.core.params import ParamsError
+
+    folder = Path(root) / directory
+    switch = (f"--params DIR (python -m pipeline run|plan), --config {PARAMS_CONFIG_KEY}=DIR (snakemake) "
+              f"or {PARAMS_ENV}=DIR")
+    if not folder.is_dir():
+        raise ParamsError(
+            f"params directory {directory} does not exist ({folder.resolve()}); name an existing one with "
+            f"{switch} ({DEFAULT_PARAMS} is the demo's, {DEFAULT_PARAMS}/paper the references' scale), or "
+            f"create {directory}/ with a copy of every {DEFAULT_PARAMS}/*.yaml and edit them"
+        )
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        raise ParamsError(
+            f"params directory {directory} lacks {', '.join(f'{directory}/{name}' for name in missing)}: "
+            f"every stage reads its own file there; copy "
+            f"{', '.join(f'{DEFAULT_PARAMS}/{name}' for name in missing)} into {directory}/ and edit "
+            f"{'them' if len(missing) > 1 else 'it'}, or name a complete directory with {switch}"
+        )
 
 
 #: what a copy of the workflow needs besides the installed package (tests and benchmarks run copies)

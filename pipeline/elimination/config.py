@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.core.budgets import GameBudgets
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
 from pipeline.core.trueskill_settings import with_defaults
@@ -37,13 +38,24 @@ class WordLimits(Strict):
         return value
 
 
-class ReplyTokens(Strict):
-    """max_tokens of each kind of move; a roster entry's own sampling.max_tokens caps them too."""
+class ReplyTokens(GameBudgets):
+    """The game's visible reply budget (max_tokens) per kind of move. The original sets none: its
+    prompts state word limits and cap nothing, so every field defaults to null, and each model's
+    roster entry decides what it sends (pipeline.core.budgets: its own `move_max_tokens`, else its
+    `max_tokens`, else 4096 visible tokens, plus a reasoning model's allowance). An integer caps
+    that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""
 
-    statement: int = Field(160, ge=1, description="a positive integer: max_tokens of public statements, tie-break statements and pleas")
-    preference: int = Field(40, ge=1, description="a positive integer: max_tokens of a partner ranking")
-    private: int = Field(140, ge=1, description="a positive integer: max_tokens of a private message")
-    vote: int = Field(80, ge=1, description="a positive integer: max_tokens of a vote with its reason")
+    statement: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of public "
+        "statements, tie-break statements, pleas and memory notes")
+    preference: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a partner ranking")
+    private: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a private message")
+    vote: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a vote with "
+        "its reason (votes, re-votes and jury votes)")
+
 
 
 class ScheduleParams(Strict):
@@ -87,7 +99,10 @@ class RatingSettings(
 class EliminationParams(Strict):
     seats: int = Field(8, ge=3, le=26, description="seats per game (3 to 26; the benchmark uses 8)")
     words: WordLimits = Field(default_factory=WordLimits, description="word limits of every kind of message")
-    reply_tokens: ReplyTokens = Field(default_factory=ReplyTokens, description="max_tokens per kind of move")
+    reply_tokens: ReplyTokens = Field(
+        default_factory=ReplyTokens, description="the game's visible reply budget per kind of move: statement, "
+        "preference, private, vote; each null (the original: no cap, the word limits are stated in the prompts) "
+        "or a positive integer capping that move for every model")
     history_rounds: int = Field(
         0, ge=0, description="rounds of public and private history shown in prompts (0: the whole game)"
     )

@@ -172,12 +172,6 @@ class EliminationGame:
             **extra,
         }
 
-    def max_tokens(self, seat: str, budget: int, kind: str) -> int:
-        """The roster entry's own budget for this kind of move (`sampling.move_max_tokens`, for
-        reasoning models) when it sets one, else the game's budget capped by its max_tokens."""
-        entry = self.players[self.name_of[seat]].entry
-        return budget if entry.is_bot else entry.sampling.budget(kind, budget)
-
     async def ask(self, seat: str, request: MoveRequest) -> str:
         reply = await self.players[self.name_of[seat]].act(request)
         if reply.empty_at_token_limit:
@@ -192,7 +186,7 @@ class EliminationGame:
         view = self.view(seat, extra_private)
         budget = self.spec.reply_tokens.private if kind == "private" else self.spec.reply_tokens.statement
         request = MoveRequest(messages=prompts.messages_for(self.system(seat), view, task), key=key, kind=kind,
-                              max_words=limit, max_tokens=self.max_tokens(seat, budget, kind),
+                              max_words=limit, max_tokens=budget,
                               state=self.state(view, kind, **state))
         said = limit_words(await self.ask(seat, request), limit, enforce=self.spec.words.cut)
         return dataclasses.replace(said, empty_at_token_limit=key in self.empty_at_limit)
@@ -206,7 +200,7 @@ class EliminationGame:
         for attempt in (1, 2):
             request = MoveRequest(
                 messages=messages, key=f"{key}/try{attempt}", kind=phase, choices=tuple(choices),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.vote, phase),
+                max_tokens=self.spec.reply_tokens.vote,
                 state=self.state(view, phase, choices=list(choices), attempt=attempt,
                                  problem=attempts[-1]["problem"] if attempts else None, **state),
             )
@@ -270,7 +264,7 @@ class EliminationGame:
             request = MoveRequest(
                 messages=prompts.messages_for(self.system(seat), view, prompts.preference_task(others)),
                 key=f"r{self.round}/preference/{seat}", kind="preference", choices=tuple(others),
-                max_tokens=self.max_tokens(seat, self.spec.reply_tokens.preference, "preference"),
+                max_tokens=self.spec.reply_tokens.preference,
                 state=self.state(view, "preference"),
             )
             return await self.ask(seat, request)

@@ -11,14 +11,16 @@ from pipeline.elimination.schedule import schedule_from_files as _elimination_sc
 from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
 
 ELIMINATION_DIR = "results/elimination"
+ELIMINATION_PARAMS = f"{PARAMS_DIR}/elimination.yaml"  # PARAMS_DIR: the Snakefile's params directory
+ELIMINATION_MODELS = f"{PARAMS_DIR}/models.yaml"
 ELIMINATION_TABLES = ["games", "seats", "messages", "votes", "eliminations", "pairs", "final_ranks", "memory_notes",
                       "model_stats", "rank_distribution"]
 try:
     ELIMINATION_GAMES = {
-        g.game_id: g for g in _elimination_schedule("params/elimination.yaml", "params/models.yaml")
+        g.game_id: g for g in _elimination_schedule(ELIMINATION_PARAMS, ELIMINATION_MODELS)
     }
     ELIMINATION_RATING = _elimination_json.dumps(
-        _elimination_params("params/elimination.yaml").rating.model_dump(), sort_keys=True)
+        _elimination_params(ELIMINATION_PARAMS).rating.model_dump(), sort_keys=True)
     ELIMINATION_ERROR = None
 except _EliminationParamsError as _exc:
     # other rooms' targets still work; asking for this room's outputs reports the problem
@@ -27,7 +29,7 @@ except _EliminationParamsError as _exc:
           file=sys.stderr)
 # API games are played many per job by shard jobs (pipeline/core/shards.py); the rest one job each
 ELIMINATION_SOLO, ELIMINATION_SHARDS = _elimination_jobs(
-    {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, "params/models.yaml")
+    {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, ELIMINATION_MODELS)
 _elimination_announce("elimination", [f"{ELIMINATION_DIR}/games/{g}/calls.parquet" for g in ELIMINATION_GAMES])
 
 ELIMINATION_OUTPUTS = dict(
@@ -39,7 +41,7 @@ ELIMINATION_OUTPUTS = dict(
     tables=[f"{ELIMINATION_DIR}/tables/{name}.parquet" for name in ELIMINATION_TABLES],
 )
 # the params file is not an input of the games (a game's content already covers what decides it)
-ELIMINATION_ARGS = f"--params params/elimination.yaml --models params/models.yaml --out {ELIMINATION_DIR}/games"
+ELIMINATION_ARGS = f"--params {ELIMINATION_PARAMS} --models {ELIMINATION_MODELS} --out {ELIMINATION_DIR}/games"
 
 
 rule elimination_play:
@@ -85,7 +87,7 @@ if ELIMINATION_ERROR is None:
         input:
             games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
             shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
-            params="params/elimination.yaml",
+            params=ELIMINATION_PARAMS,
         output:
             **ELIMINATION_OUTPUTS,
         params:
@@ -97,7 +99,7 @@ if ELIMINATION_ERROR is None:
         conda:
             PIPELINE_ENV
         shell:
-            "python -m pipeline elimination rate --params {input.params} --models params/models.yaml "
+            f"python -m pipeline elimination rate --params {{input.params}} --models {ELIMINATION_MODELS} "
             "--games results/elimination/games --out results/elimination 2> {log}"
 
 else:

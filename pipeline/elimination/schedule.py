@@ -9,8 +9,11 @@
   with rotations == seats every player of the lineup sits in every seat exactly once.
 - `repeats` replays every seating with a new seed.
 A game id is the content id of what decides the game: the game version, the roster entry in each
-seat, the replicate number and the rules' numbers. Only this module decides games, and it imports
-nothing heavy, so the Snakefile can call it at parse time.
+seat, the replicate number and the rules' numbers. The game's reply budgets (`reply_tokens`) are
+part of it only where the params set one (the original sets none), and a seat's entry only with
+what decides its requests here: sampling fields it sets, and its per-move budgets for this game
+(`elimination.<kind>` or `<kind>`, not another benchmark's). Only this module decides games, and
+it imports nothing heavy, so the Snakefile can call it at parse time.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from pipeline.core.params import ParamsError
 from pipeline.core.roster import ModelsParams, RosterEntry, load_models
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, load_elimination_params
 
+BENCHMARK = "elimination"  # the prefix of a roster entry's per-move budgets for this game
+
 
 @dataclass(frozen=True)
 class ScheduledGame:
@@ -39,12 +44,17 @@ class ScheduledGame:
 
 
 def entry_spec(entry: RosterEntry) -> dict[str, Any]:
-    """The parts of a roster entry that change how it plays (never keys or connection details)."""
+    """The parts of a roster entry that change how it plays here (never keys or connection details):
+    its sampling fields that are set, with only the per-move budgets that apply to this game."""
     spec: dict[str, Any] = {"name": entry.name}
     if entry.is_bot:
         spec.update(bot=entry.bot, bot_options=dict(entry.bot_options))
     else:
-        spec.update(model=entry.model, sampling=entry.sampling.model_dump())
+        sampling = entry.sampling.model_dump(exclude_none=True)
+        sampling["move_max_tokens"] = {
+            key: tokens for key, tokens in sorted(entry.sampling.move_max_tokens.items())
+            if "." not in key or key.startswith(f"{BENCHMARK}.")}
+        spec.update(model=entry.model, sampling=sampling)
     return spec
 
 
@@ -55,7 +65,8 @@ def game_content(seats: Sequence[str], replicate: int, params: EliminationParams
         "seats": [entry_spec(models.entry(name)) for name in seats],
         "replicate": replicate,
         "words": params.words.model_dump(),
-        "reply_tokens": params.reply_tokens.model_dump(),
+        # only where the params cap a move (the original caps none): a model's own budgets are in its seat
+        **({"reply_tokens": params.reply_tokens.model_dump()} if params.reply_tokens.is_set() else {}),
         "history_rounds": params.history_rounds,
         "votes": params.votes,
         "variant": params.variant,

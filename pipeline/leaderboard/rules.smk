@@ -10,7 +10,7 @@ LEADERBOARD_DIR = "results/leaderboard"
 rule publish:
     input:
         rooms=leaderboard_inputs(ALL_TARGETS, BENCHMARKS, workflow.rules),
-        params="params/leaderboard.yaml",
+        params=f"{PARAMS_DIR}/leaderboard.yaml",
     output:
         leaderboard=f"{LEADERBOARD_DIR}/leaderboard.json",
         markdown=f"{LEADERBOARD_DIR}/leaderboard.md",

@@ -19,12 +19,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     from pipeline.core.plan import load_plan_json, render_plan, save_plan, what_to_cut
+    from pipeline.core.workflow import params_dir
     from pipeline.plan.run import after_run, plan_targets
 
     if args.compare:
         load_plan_json(args.out)  # a clear error when there is no plan
         return 0 if after_run(args.out) is not None else 2
-    plan = plan_targets(args.targets, models_path=args.models)
+    notes: list[str] = []
+    plan = plan_targets(args.targets, models_path=args.models, params_dir=params_dir(args.params), notes=notes)
+    for note in notes:  # a room that scheduled nothing: its jobs are missing from the plan, say why
+        print(f"warning: {note}", file=sys.stderr)
     save_plan(plan, args.out)
     if args.json:
         print(json.dumps(plan.to_json(), indent=1))
@@ -41,7 +45,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "plan", help="jobs a run would do and why, its model calls, cache hits, tokens and cost, before it runs"
     )
     plan.add_argument("targets", nargs="*", metavar="TARGET", help="Snakemake targets, e.g. skate_all (default: all)")
-    plan.add_argument("--models", default="params/models.yaml")
+    plan.add_argument("--params", metavar="DIR", default=None,
+                      help="plan with every params file from DIR instead of params/ (e.g. params/paper); "
+                      "default: $PIPELINE_PARAMS, else params. Snakemake gets --config params=DIR")
+    plan.add_argument("--models", default=None,
+                      help="the roster the estimators price (default: DIR/models.yaml of --params)")
     plan.add_argument("--out", default="results/plan", help="where plan.json (and compare.json) are written")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("--compare", action="store_true", help="compare the saved plan with what was spent since")

@@ -22,31 +22,43 @@ from pipeline.core.plan import (
     what_to_cut,
 )
 from pipeline.core.roster import load_models
+from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, params_config, required_params
 from pipeline.plan.estimators import PlanContext, estimate_jobs
 
 DEFAULT_OUT = "results/plan"
-MODELS = "params/models.yaml"
 
 
 class PlanOverBudget(RuntimeError):
     """The plan of a run costs more than the budget has left: nothing was started."""
 
 
-def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str | Path = ".", models_path: str = MODELS) -> Plan:
+def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str | Path = ".",
+              models_path: str | None = None, params_dir: str = DEFAULT_PARAMS) -> Plan:
+    """The plan of `jobs`, estimated from the params of `params_dir` (the roster: its models.yaml,
+    unless `models_path` names another)."""
+    models_path = models_path or f"{params_dir}/models.yaml"
     models = load_models(Path(root) / models_path)
-    context = PlanContext(Path(root), models, models_path)
+    context = PlanContext(Path(root), models, models_path, params_dir=params_dir)
     return make_plan(targets, estimate_jobs(jobs, context), models, root=root)
 
 
-def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path: str = MODELS) -> Plan:
-    return plan_jobs(dry_run(targets, root=root), targets, root=root, models_path=models_path)
+def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path: str | None = None,
+                 params_dir: str = DEFAULT_PARAMS, notes: list[str] | None = None) -> Plan:
+    """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
+    the rooms' messages about params they cannot schedule (their targets then plan nothing)."""
+    if params_dir != DEFAULT_PARAMS:
+        from pipeline.core.registry import benchmarks
+
+        check_params_dir(params_dir, required_params(benchmarks()), root)
+    jobs = dry_run(targets, root=root, config=params_config(params_dir), notes=notes)
+    return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
 
 
-def before_run(workflow: Any, out: str = DEFAULT_OUT) -> None:
+def before_run(workflow: Any, out: str = DEFAULT_OUT, params_dir: str = DEFAULT_PARAMS) -> None:
     """Snakemake's onstart: plan the jobs this run will do; stop before any call when over budget."""
     targets = sorted(workflow.dag_settings.targets or [])
     try:
-        plan = plan_jobs(jobs_of_dag(workflow.dag), targets)
+        plan = plan_jobs(jobs_of_dag(workflow.dag), targets, params_dir=params_dir)
     except Exception as exc:  # noqa: BLE001 - no plan is no reason to stop: the gateway's guard stands
         print(f"run plan: not made ({type(exc).__name__}: {exc}); the spend ledger's guard still applies", file=sys.stderr)
         return

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.batch import run_job
+from pipeline.core.budgets import describe
 from pipeline.core.io import seed_from, write_json_atomic
 from pipeline.core.llm import BudgetExceeded, Gateway, GatewayError
 from pipeline.core.players import MoveRequest, is_generic_bot, make_player
@@ -30,6 +31,7 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         "tokens_out": 0,
         "cost_usd": 0.0,
         "error": None,
+        "budgets": describe(entry),
     }
     messages = [{"role": "user", "content": models.check.prompt}]
     try:
@@ -43,7 +45,7 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         else:
             completion = await gateway.complete(
                 entry, messages, seed=seed_from(JOB, entry.name) % (2**31),
-                max_tokens=models.check.max_tokens, temperature=0.0,
+                max_tokens=models.check.max_tokens, temperature=0.0, kind="check",
             )
             row.update(
                 reachable=True,
@@ -53,6 +55,9 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
                 tokens_out=completion.tokens_out,
                 cost_usd=completion.cost_usd,
             )
+            if completion.empty_at_token_limit:
+                row["error"] = ("empty reply at the token limit: hidden reasoning spent the whole budget; "
+                                "raise sampling.reasoning_tokens of this entry in params/models.yaml")
     except BudgetExceeded:
         raise  # out of budget is no verdict on the entry: the job fails, a rerun resumes
     except (GatewayError, ValueError) as exc:

@@ -3,7 +3,7 @@
 
 rule roster_check:
     input:
-        params="params/models.yaml",
+        params=f"{PARAMS_DIR}/models.yaml",
     output:
         check="results/roster/check.parquet",
         calls="results/roster/calls.parquet",

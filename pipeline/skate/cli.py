@@ -158,7 +158,8 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
                 for (r, setter), j in sorted(schedule.generate.items())]
         jobs += [{"job_id": j.job_id, "kind": "round", "round": r} for r, j in sorted(schedule.rounds.items())]
         jobs += [{"job_id": j.job_id, "kind": "answer", "round": r, "answerer": answerer, "mode": j.mode,
-                  "answer_only": j.answer_only} for (r, answerer), j in sorted(schedule.answers.items())]
+                  "why_sampled": j.why_sampled, "answer_only": j.answer_only}
+                 for (r, answerer), j in sorted(schedule.answers.items())]
         print(json.dumps(jobs, indent=2))
         return 0
     for (r, setter), job in sorted(schedule.generate.items()):
@@ -166,8 +167,9 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     for r, job in sorted(schedule.rounds.items()):
         print(f"round    {job.job_id} round {r}")
     for (r, answerer), job in sorted(schedule.answers.items()):
+        mode = f"{job.mode} ({job.why_sampled})" if job.why_sampled else job.mode
         extra = " (answer only)" if job.answer_only else ""
-        print(f"answer   {job.job_id} round {r} answerer {answerer} mode {job.mode}{extra}")
+        print(f"answer   {job.job_id} round {r} answerer {answerer} mode {mode}{extra}")
     return 0
 
 

@@ -20,7 +20,7 @@ STRATEGIES: tuple[str, ...] = (
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
 )
 RankingMode = Literal["relative", "absolute"]
-#: one estimator for the whole ranking: never a mix of sampled and exact p(correct)
+#: the estimator asked for: exact where the answerer gives log-probabilities, sampled otherwise
 AnswerMode = Literal["sampled", "exact"]
 OutsideLetters = Literal["renormalise", "count_wrong"]
 
@@ -44,7 +44,8 @@ class SandboxParams(Strict):
 
 class GenerationParams(Strict):
     max_tokens: int | None = Field(
-        None, ge=1, description="token cap of a setter's reply; null: the roster entry's max_tokens"
+        None, ge=1, description="visible token budget of a setter's reply; null: the roster entry "
+        "decides (its max_tokens, else the default budget), plus a reasoning model's allowance"
     )
     max_program_chars: int = Field(4000, ge=20, description="longer programs are rejected")
     max_output_chars: int = Field(
@@ -59,9 +60,11 @@ class GenerationParams(Strict):
 class AnsweringParams(Strict):
     mode: AnswerMode = Field(
         "sampled",
-        description="the one p(correct) estimator of the whole ranking: sampled (the paper: adaptive "
-        "sampling, an unparseable answer counts as wrong) or exact (next-token log-probabilities; "
-        "every answerer must return them)",
+        description="the p(correct) estimator asked for: sampled (the paper: adaptive sampling, an "
+        "unparseable answer counts as wrong) or exact (next-token log-probabilities, no sampling "
+        "noise). In exact mode an answerer that gives no log-probabilities (a reasoning model, a "
+        "provider without them, a refusal at run time) is sampled instead; the mode used is "
+        "recorded per question and answerer",
     )
     outside_letters: OutsideLetters = Field(
         "renormalise",
@@ -76,7 +79,10 @@ class AnsweringParams(Strict):
         8, ge=1, le=1000, description="option sets averaged in exact mode (one call each)"
     )
     top_logprobs: int = Field(20, ge=4, le=20, description="alternatives per token asked for in exact mode")
-    max_tokens: int = Field(8, ge=1, description="token cap of an answer in adaptive mode")
+    max_tokens: int = Field(
+        8, ge=1, description="visible token budget of a sampled answer (a letter); a reasoning model "
+        "gets its reasoning allowance on top (params/models.yaml)"
+    )
     few_shot: int = Field(
         2, ge=0, le=3, description="solved example questions (0-3) shown before each question, as "
         "earlier chat turns; base models then answer with a letter"
@@ -85,17 +91,19 @@ class AnsweringParams(Strict):
     @model_validator(mode="before")
     @classmethod
     def _one_mode(cls, data: Any) -> Any:
-        """Earlier params mixed estimators per model; say what replaced them."""
+        """Earlier params chose estimators per model by hand; say what replaced them."""
         if isinstance(data, dict):
             if "exact_players" in data:
                 raise ValueError(
-                    "exact_players is gone: one ranking uses one estimator for every model; set "
-                    "answering.mode to sampled or exact and delete exact_players"
+                    "exact_players is gone: answering.mode: exact scores every model that gives "
+                    "log-probabilities exactly and samples the others (decided from the roster); set "
+                    "answering.mode and delete exact_players"
                 )
             if data.get("mode") in ("auto", "adaptive"):
                 raise ValueError(
-                    f"answering.mode {data['mode']!r} is gone: one ranking uses one estimator; use "
-                    "sampled (the paper's adaptive sampling) or exact (log-probabilities, every answerer)"
+                    f"answering.mode {data['mode']!r} is gone: one ranking uses one estimator per model, "
+                    "chosen from its roster entry; use sampled (the paper's adaptive sampling for every "
+                    "model) or exact (log-probabilities where a model gives them, sampling where not)"
                 )
         return data
 
@@ -199,10 +207,6 @@ class SkateParams(Strict):
                         f"{source}: {field}: {name!r} is not in the roster (params/models.yaml); "
                         f"known: {', '.join(sorted(known))}"
                     )
-
-    def answer_mode(self) -> Literal["sampled", "exact"]:
-        """The estimator of every answerer in this ranking."""
-        return self.answering.mode
 
 
 def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:

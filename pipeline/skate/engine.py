@@ -24,7 +24,7 @@ from pipeline.core.sandbox import Sandbox
 from pipeline.core.schemas import read_table, write_table
 from pipeline.skate import uniqueness
 from pipeline.skate.config import SkateParams
-from pipeline.skate.mcq import answer_question, refuse_without_logprobs, summary_row
+from pipeline.skate.mcq import answer_question, summary_row
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.prompts import ContextItem, FailedAttempt, render_context, render_failures, setter_messages
 from pipeline.skate.rounds import read_json, round_questions
@@ -91,8 +91,6 @@ async def run_generate(
     gateway: Gateway, sandbox: Sandbox,
 ) -> dict[str, Any]:
     """Up to `attempts` tries of one setter in one round; the first valid, unique one is entered."""
-    if params.answering.mode == "exact":  # refuse a game exact mode cannot rate before a setter spends a call
-        refuse_without_logprobs([models.entry(name) for name in params.answerers])
     history: list[dict[str, Any]] = read_json(generate_path(out, job.previous))["history"] if job.previous else []
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
     player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
@@ -168,16 +166,21 @@ async def run_generate(
 async def run_answer(
     params: SkateParams, models: ModelsParams, job: AnswerJob, out: str | Path, gateway: Gateway
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One answerer's samples and p(correct) on every question of one round."""
+    """One answerer's samples and p(correct) on every question of one round, in the job's mode
+    (the schedule's choice for this answerer); a question whose exact answer came back without
+    log-probabilities is sampled instead, and its rows say so."""
     questions = round_questions(read_json(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
-    if job.mode == "exact":
-        refuse_without_logprobs([player.entry])
     results = await asyncio.gather(*(
         answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
     ))
     samples = [row for rows, _ in results for row in rows]
-    summaries = [summary_row(q, job.answerer, job.mode, s, job.answer_only) for q, (_, s) in zip(questions, results)]
+    summaries = [summary_row(q, job.answerer, s["mode"], s, job.answer_only) for q, (_, s) in zip(questions, results)]
+    fallen = sum(s["mode"] != job.mode for _, s in results)
+    if fallen:
+        print(f"skate: {job.answerer} returned no log-probabilities on {fallen} of {len(results)} question(s) "
+              f"of round {job.round} (refused or not returned: a refusal is in the calls table's dropped_params); "
+              "those were answered by sampling", file=sys.stderr)
     samples_frame = pl.DataFrame(samples, schema=_SAMPLE_DTYPES, orient="row") if samples else pl.DataFrame(schema=_SAMPLE_DTYPES)
     summary_frame = pl.DataFrame(summaries, schema=_PCORRECT_DTYPES, orient="row") if summaries else pl.DataFrame(schema=_PCORRECT_DTYPES)
     return samples_frame, summary_frame

@@ -4,7 +4,7 @@ A sample shows the program with four options (the true output and 3 of the 9 dis
 random order). Option set i of a question is the same for every answerer (common random
 numbers make answerers' estimates comparable) and depends only on the question and i.
 
-One ranking uses one estimator for every answerer (params `answering.mode`):
+`answering.mode` is the estimator asked for; each answerer uses it where it can (`answer_mode`):
 - `sampled` (the paper) draws answers until the standard error (see `standard_error`) is at most
   sigma_stop, with at least min_samples and at most max_samples; an unparseable answer is wrong.
 - `exact` reads the first answer token's log-probabilities and computes, for each of a fixed
@@ -13,8 +13,14 @@ One ranking uses one estimator for every answerer (params `answering.mode`):
   noise, one call per option set. The mass that fell outside A-D is reported per sample
   (`letter_mass`) and per question (`outside_mass`); `outside_letters: renormalise` drops it
   from p(correct), `count_wrong` counts it as wrong (as sampled mode counts an unparseable
-  answer). An answerer that returns no log-probabilities stops the job with a clear error:
-  it is never scored by a different estimator than its competitors.
+  answer).
+
+An answerer that cannot give log-probabilities answers `sampled` in an exact-mode game: decided
+before the first call from its roster entry (a reasoning model, whose API refuses logprobs; a
+provider litellm lists without top_logprobs; a generic bot), and per question at run time when an
+exact answer comes back without them (the provider refused them and the gateway dropped them:
+the calls table's `dropped_params`). Both estimate the same p(correct); the mode actually used is
+recorded per question and answerer.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.io import seed_from
-from pipeline.core.params import ParamsError
 from pipeline.skate.config import AnsweringParams
 from pipeline.skate.parsing import LETTERS, parse_answer
 from pipeline.skate.prompts import answer_messages
@@ -137,7 +142,7 @@ async def answer_sampled(
         if n >= settings.min_samples and standard_error(hits, n) <= settings.sigma_stop:
             break
     n = len(rows)
-    return rows, {"p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n,
+    return rows, {"mode": "sampled", "p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n,
                   "outside_mass": None, "unparsed_share": _unparsed_share(rows)}
 
 
@@ -145,34 +150,45 @@ def _unparsed_share(rows: Sequence[Mapping[str, Any]]) -> float:
     return sum(r["parsed"] is None for r in rows) / len(rows)
 
 
-def exact_refusal(entry: RosterEntry, why: str) -> ParamsError:
-    return ParamsError(
-        f"params/skate.yaml: answering.mode: exact scores every answerer from next-token "
-        f"log-probabilities, but roster entry {entry.name!r} ({entry.model_string}) {why}. "
-        "One ranking never mixes estimators: set answering.mode: sampled, or remove "
-        f"{entry.name!r} from players/answer_only"
-    )
-
-
-def refuse_without_logprobs(entries: Sequence[RosterEntry]) -> None:
-    """Stop before any call when an answerer surely cannot give log-probabilities: a generic bot
-    (it only picks a move), or a model whose provider litellm lists without top_logprobs. A
-    provider litellm cannot judge is stopped at its first reply without them."""
-    from pipeline.core.llm import supports_top_logprobs
+def why_not_exact(entry: RosterEntry) -> str | None:
+    """Why `entry` cannot be scored from log-probabilities, known before any call (None: it can,
+    or only its first reply can tell). Never imports litellm for bots or the embedded model."""
     from pipeline.core.players import is_generic_bot
 
-    for entry in entries:
+    if entry.is_bot:
         if entry.bot is not None and is_generic_bot(entry.bot):
-            raise exact_refusal(entry, f"is the generic {entry.bot!r} bot, which has no answer distribution")
-        if supports_top_logprobs(entry) is False:
-            raise exact_refusal(entry, f"is served by provider {entry.provider!r}, which litellm lists "
-                                       "without top_logprobs")
+            return f"the generic {entry.bot!r} bot has no answer distribution"
+        return None
+    if entry.provider == "local":  # the embedded model returns them (its provider is ours)
+        return None
+    from pipeline.core.budgets import is_reasoning_model
+    from pipeline.core.llm import supports_top_logprobs
+
+    if is_reasoning_model(entry):
+        return "a reasoning model: reasoning APIs refuse logprobs"
+    if supports_top_logprobs(entry) is False:
+        return f"provider {entry.provider!r} returns no top_logprobs, says litellm"
+    return None
+
+
+def answer_mode(requested: str, entry: RosterEntry) -> tuple[str, str | None]:
+    """(the mode `entry` answers in, why it is not the requested exact mode): exact where the model
+    gives log-probabilities, sampled otherwise."""
+    if requested != "exact":
+        return "sampled", None
+    why = why_not_exact(entry)
+    return ("sampled", why) if why else ("exact", None)
+
+
+class NoLogprobs(Exception):
+    """An exact-mode reply came back without log-probabilities: the question is sampled instead."""
 
 
 async def answer_exact(
     player: Player, question: Question, settings: AnsweringParams, game_seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Mean over a fixed number of option sets of P(correct letter) from next-token log-probs."""
+    """Mean over a fixed number of option sets of P(correct letter) from next-token log-probs.
+    Raises NoLogprobs when a reply comes back without them."""
     # a bot's distribution is its policy itself, not logits to be re-tempered
     temperature = 1.0 if player.is_bot else player.entry.sampling.temperature
     rows: list[dict[str, Any]] = []
@@ -182,7 +198,7 @@ async def answer_exact(
             _request(question, options, correct, player.name, index, 1, settings.top_logprobs, settings.few_shot)
         )
         if not reply.logprobs:
-            raise exact_refusal(player.entry, "returned no log-probabilities")
+            raise NoLogprobs(f"{player.name}: no log-probabilities on {question.question_id} (option set {index})")
         distribution, mass = letter_distribution(reply.logprobs[0], temperature)
         p = distribution[correct] * (mass if settings.outside_letters == "count_wrong" else 1.0)
         rows.append(_row(question, player.name, "exact", index, options, correct, reply.text,
@@ -191,15 +207,21 @@ async def answer_exact(
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1) / len(values))
     outside = 1.0 - sum(r["letter_mass"] for r in rows) / len(rows)
-    return rows, {"p_correct": mean, "std_error": spread, "samples": len(rows),
+    return rows, {"mode": "exact", "p_correct": mean, "std_error": spread, "samples": len(rows),
                   "outside_mass": max(0.0, outside), "unparsed_share": _unparsed_share(rows)}
 
 
 async def answer_question(
     player: Player, question: Question, mode: str, settings: AnsweringParams, game_seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(sample rows, summary) of one question; the summary's `mode` is the estimator used: an
+    exact answer that comes back without log-probabilities (a provider that refused them) makes
+    the question sampled instead, its exact replies set aside (they stay in the calls table)."""
     if mode == "exact":
-        return await answer_exact(player, question, settings, game_seed)
+        try:
+            return await answer_exact(player, question, settings, game_seed)
+        except NoLogprobs:
+            pass
     return await answer_sampled(player, question, settings, game_seed)
 
 

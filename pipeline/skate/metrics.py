@@ -5,7 +5,9 @@
 - self-preference: mean over the model's questions of its p(correct) minus the other setting
   models' mean, also restricted to the questions where its own p(correct) >= 0.5 (a setter that
   checks it can answer before asking);
-- points of difference: the variance of p(correct) across answerers per question.
+- points of difference: the variance of p(correct) across answerers per question;
+- how each model answered (`exact_mode`, `exact_share`): in an exact-mode game a model without
+  log-probabilities is sampled, and both estimate the same p(correct).
 
 "Others" are the setting models (params `players`) only: an answer-only model or bot answers
 every question but never enters another model's asking skill or self-preference, so adding one
@@ -172,7 +174,10 @@ def metrics_json(
         entry["questions_answered"] = answered.height
         entry["p_correct_mean"] = round(answered["p_correct"].mean(), 4) if answered.height else None
         entry["answer_calls_mean"] = round(answered["samples"].mean(), 2) if answered.height else None
+        # how this model answered: 1 when every p(correct) came from log-probabilities; exact_share
+        # is the share of its questions scored so (0: sampled, e.g. a reasoning model in an exact game)
         entry["exact_mode"] = int(answered.height > 0 and bool((answered["mode"] == "exact").all()))
+        entry["exact_share"] = round(float((answered["mode"] == "exact").mean()), 4) if answered.height else None
         if "outside_mass" in answered.columns:  # how much of the answer distribution was not a letter
             outside = answered["outside_mass"].drop_nulls()
             entry["outside_mass_mean"] = round(outside.mean(), 4) if outside.len() else None

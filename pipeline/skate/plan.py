@@ -6,7 +6,10 @@ its own job code.
   job's inputs exist, so its cache hit is counted exactly; later tries depend on why the last
   one failed, so they are counted as paid.
 - answer: per question, `exact_option_sets` calls in exact mode; in adaptive mode the
-  answerer's mean samples per question in earlier runs, else `max_samples` (the most). Once the
+  answerer's mean samples per question in earlier runs, else `max_samples` (the most). The mode
+  is the schedule's per answerer: an exact-mode game samples a model that gives no
+  log-probabilities (a reasoning model, say), and the note says why. Reply tokens are the
+  entry's budgets (pipeline.core.budgets), a reasoning allowance included. Once the
   round's questions exist, the job's own code runs through the probe gateway, so every
   request's cache hit is counted with its real key; before that a round has one question per
   player that entered one in earlier rounds (its entry rate), else one per player (the most).
@@ -22,11 +25,12 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.budgets import planned_reply_tokens
 from pipeline.core.estimates import PlanContext
 from pipeline.core.plan import NO_MODEL, CallEstimate, PlannedJob
 from pipeline.core.probe import ProbeGateway, prompt_tokens
 
-PARAMS = "params/skate.yaml"
+PARAMS = "skate.yaml"  # in the run's params directory (PlanContext.params_file)
 OUT = "results/skate"
 # a typical question's program length (characters) for prompts not yet written
 TYPICAL_PROGRAM_CHARS = 400
@@ -46,8 +50,8 @@ def _loaded(context: PlanContext) -> tuple[Any, Any]:
         from pipeline.skate.config import load_skate
         from pipeline.skate.schedule import build_schedule
 
-        params = load_skate(context.path(PARAMS))
-        context.loaded["skate"] = (params, build_schedule(params, context.models, source=PARAMS))
+        params = load_skate(context.params_file(PARAMS))
+        context.loaded["skate"] = (params, build_schedule(params, context.models, source=context.params_source(PARAMS)))
     return context.loaded["skate"]
 
 
@@ -87,7 +91,8 @@ def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimat
     measured = _mean(_history(context)["tries"], "setter", gen.setter, "tries")
     calls = max(1, round(measured)) if measured is not None else params.attempts
     note = "" if measured is not None else f"{gen.setter}: up to {params.attempts} tries per round"
-    cap = params.generation.max_tokens or entry.sampling.max_tokens
+    # the setter's visible budget as its entry decides it, plus a reasoning model's allowance
+    cap = planned_reply_tokens(entry, "set", params.generation.max_tokens, "skate")
     out = context.path(OUT)
     cached, prompt = 0, prompt_tokens(setter_messages(
         round_number=gen.round, rounds=params.rounds, context=render_context([], gen.setter, params.strategy),
@@ -121,6 +126,8 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
         measured = _mean(_history(context)["samples"].filter(pl.col("mode") == "sampled"), "answerer", answer.answerer, "samples")
         per_question = max(settings.min_samples, round(measured)) if measured is not None else settings.max_samples
         note = "" if measured is not None else f"{answer.answerer}: adaptive, at most {settings.max_samples} samples per question"
+    if answer.why_sampled:  # an exact-mode game samples this answerer (the schedule's choice)
+        note = "; ".join(filter(None, [f"{answer.answerer} answers sampled: {answer.why_sampled}", note]))
     if context.path(f"{OUT}/rounds").joinpath(round_path("", answer.round_id).name).exists():
         fixed = settings.model_copy(update={"min_samples": per_question, "max_samples": per_question})
         probe = ProbeGateway(context.models, root=str(context.root))
@@ -137,7 +144,8 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
     calls = round(questions * per_question)
     program = "x = 1\n" * (TYPICAL_PROGRAM_CHARS // 6)
     prompt = prompt_tokens(answer_messages(program, ("1", "2", "3", "4"), settings.few_shot))
-    cap = 1 if answer.mode == "exact" else settings.max_tokens
+    # exact: one token of visible reply; sampled: a letter (answering.max_tokens); plus any reasoning allowance
+    cap = planned_reply_tokens(entry, "answer", 1 if answer.mode == "exact" else settings.max_tokens, "skate")
     return [CallEstimate(answer.answerer, "skate/answer", calls, 0, calls * prompt, calls * cap,
                          "; ".join(filter(None, [note, "questions not set yet: " + (
                              "one per player assumed" if None in shares else "setters' earlier entry rates")])),

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.budgets import empty_at_limit_counts
 from pipeline.core.io import write_json_atomic, write_text_atomic
 from pipeline.core.schemas import CallsSchema, read_table, write_table
 from pipeline.skate.config import SkateParams
@@ -68,10 +69,14 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
     questions, setter_rounds = _questions_tables(schedule, games_dir)
     answers = list(schedule.answers.values())
     samples = pl.concat([read_table(answer_paths(games_dir, a.job_id)["samples"], SamplesSchema) for a in answers])
-    pcorrect = pl.concat([read_table(answer_paths(games_dir, a.job_id)["pcorrect"], PCorrectSchema) for a in answers])
-    estimators = sorted(set(pcorrect["mode"]))
-    if len(estimators) > 1:  # one ranking, one estimator: never rate a mix (e.g. stale files)
-        raise ValueError(f"p(correct) tables mix estimators {estimators}; rerun the answer jobs with one answering.mode")
+    tables = [read_table(answer_paths(games_dir, a.job_id)["pcorrect"], PCorrectSchema) for a in answers]
+    for job, table in zip(answers, tables):
+        # each answerer's estimator is the schedule's (an exact job may sample single questions
+        # whose log-probabilities did not come back; a sampled job never holds exact rows)
+        if job.mode == "sampled" and not table.filter(pl.col("mode") == "exact").is_empty():
+            raise ValueError(f"answer job {job.job_id} ({job.answerer}) is scheduled sampled but its p(correct) "
+                             "table holds exact rows (a stale file?); delete it and rerun the job")
+    pcorrect = pl.concat(tables)
     calls = [read_table(answer_paths(games_dir, a.job_id)["calls"], CallsSchema) for a in answers]
     calls += [read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
               for g in schedule.generate.values()]
@@ -130,6 +135,10 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
     }, orient="row")
     metrics = metrics_json(rating_table, pcorrect, questions, setter_rounds, models, params.ranking.primary,
                            setters=params.players, history=rating_history, headline=params.ranking.headline)
+    # replies cut by the token limit before any visible text (a reasoning model out of allowance)
+    starved = empty_at_limit_counts(read_table(out / "calls.parquet", CallsSchema))
+    for model, entry in metrics.items():
+        entry["empty_at_token_limit"] = starved.get(model, 0)
     write_json_atomic(out / "metrics.json", metrics)
     write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds, params.players), variance)
     return metrics

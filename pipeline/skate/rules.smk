@@ -14,11 +14,12 @@ from pipeline.skate.workflow import (
     strategy_outputs,
 )
 
-SKATE_PARAMS = "params/skate.yaml"
+SKATE_PARAMS = f"{PARAMS_DIR}/skate.yaml"  # PARAMS_DIR: the Snakefile's params directory
+SKATE_MODELS = f"{PARAMS_DIR}/models.yaml"
 SKATE_OUT = "results/skate"
-SKATE = SkateWorkflow(SKATE_PARAMS, "params/models.yaml", SKATE_OUT)
+SKATE = SkateWorkflow(SKATE_PARAMS, SKATE_MODELS, SKATE_OUT)
 # the params file is an input only of the jobs it decides as a whole (a job's id covers the rest)
-SKATE_INPUTS = f"--params {SKATE_PARAMS} --models params/models.yaml"
+SKATE_INPUTS = f"--params {SKATE_PARAMS} --models {SKATE_MODELS}"
 SKATE_ARGS = f"{SKATE_INPUTS} --out {SKATE_OUT}"
 
 

@@ -23,6 +23,7 @@ from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
 from pipeline.core.roster import ModelsParams
 from pipeline.skate.config import SkateParams
+from pipeline.skate.mcq import answer_mode
 from pipeline.skate.prompts import PROMPT_VERSION
 from pipeline.skate.uniqueness import EMBEDDING_MODEL
 
@@ -54,8 +55,9 @@ class AnswerJob:
     round: int
     round_id: str
     answerer: str
-    mode: str
+    mode: str  # the estimator this answerer uses: answering.mode where it can (mcq.answer_mode)
     answer_only: bool
+    why_sampled: str | None = None  # why an exact-mode game samples this answerer (not in the id)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,9 @@ def build_schedule(params: SkateParams, models: ModelsParams, source: str = "par
     entries = {name: models.entry(name).model_dump(mode="json") for name in params.answerers}
     game = generation_settings(params)
     answering = answering_settings(params)
+    # per answerer: exact where the model gives log-probabilities, sampled otherwise, decided here
+    # so that the run and its plan agree (a refusal at run time samples single questions instead)
+    modes = {name: answer_mode(params.answering.mode, models.entry(name)) for name in params.answerers}
     generate: dict[tuple[int, str], GenerateJob] = {}
     rounds: dict[int, RoundJob] = {}
     answers: dict[tuple[int, str], AnswerJob] = {}
@@ -130,12 +135,13 @@ def build_schedule(params: SkateParams, models: ModelsParams, source: str = "par
         generated = tuple(generate[(r, s)].job_id for s in params.players)
         rounds[r] = RoundJob(content_id({"job": "skate-round", "round": r, "generate": generated}), r, generated)
         for answerer in params.answerers:
-            mode = params.answer_mode()
+            mode, why = modes[answerer]
             job_id = content_id({
                 "job": "skate-answer", "round": rounds[r].job_id, "answerer": entries[answerer],
                 "mode": mode, "answering": answering,
             })
-            answers[(r, answerer)] = AnswerJob(job_id, r, rounds[r].job_id, answerer, mode, answerer in params.answer_only)
+            answers[(r, answerer)] = AnswerJob(job_id, r, rounds[r].job_id, answerer, mode,
+                                               answerer in params.answer_only, why)
     return Schedule(generate, rounds, answers)
 
 

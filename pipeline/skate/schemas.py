@@ -57,7 +57,8 @@ class SamplesSchema(StrictTable):
 
 
 class PCorrectSchema(StrictTable):
-    """p(correct) per question and answerer, with the estimator that measured it (one per game)."""
+    """p(correct) per question and answerer, with the estimator that measured it (`mode`: the game's
+    answering.mode where the answerer gives log-probabilities, else sampled)."""
 
     question_id: str
     round: int = pa.Field(ge=1)

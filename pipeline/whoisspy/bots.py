@@ -87,7 +87,7 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
         if request.kind == "speech":
             said = [s["text"] for s in state.get("speeches", ())]
             return describe(str(state.get("word", "")), said, rng)
-        if request.kind == "vote" and request.choices:
+        if request.kind in ("vote", "reasoned_vote") and request.choices:
             return vote(state, request.choices, rng)
         return rng.choice(request.choices) if request.choices else "pass"
 

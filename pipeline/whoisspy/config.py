@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from pipeline.core.budgets import GameBudgets
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.params import load_params
 from pipeline.core.trueskill_settings import with_defaults
@@ -32,12 +33,22 @@ class RulesParams(Strict):
         return self
 
 
-class ReplyParams(Strict):
-    speech_max_tokens: int = Field(48, ge=1, description="token cap of a model's description")
-    vote_max_tokens: int = Field(8, ge=1, description="token cap of a model's vote")
-    reasoning_max_tokens: int = Field(
-        160, ge=1, description="token cap of a civilian's analysis plus vote in the reasoning variant"
-    )
+class ReplyParams(GameBudgets):
+    """The game's visible reply budget (max_tokens) per kind of move. The paper sets none: it limits
+    a description by `rules.max_chars` and `rules.time_limit_s`, so every field defaults to null and
+    each model's roster entry decides what it sends (pipeline.core.budgets: its own
+    `move_max_tokens`, keyed `whoisspy.speech`, `whoisspy.vote`, `whoisspy.reasoned_vote`, else its
+    `max_tokens`, else 4096 visible tokens, plus a reasoning model's allowance). An integer caps
+    that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""
+
+    speech_max_tokens: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a description")
+    vote_max_tokens: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a vote")
+    reasoning_max_tokens: int | None = Field(
+        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of the reasoning "
+        "variant's analysis plus vote")
+
 
 
 class RatingSettings(with_defaults("WhoIsSpyTrueSkill", passes=8, bootstrap_resamples=100)):
@@ -69,7 +80,9 @@ class WhoIsSpyParams(Strict):
     )
     seed: int = Field(0, ge=0, description="schedule seed: changes word pairs and seats of every game")
     rules: RulesParams = Field(default_factory=RulesParams, description="seats, rounds, time limit, cut")
-    replies: ReplyParams = Field(default_factory=ReplyParams, description="token caps of model replies")
+    replies: ReplyParams = Field(
+        default_factory=ReplyParams, description="the game's visible reply budgets: speech_max_tokens, "
+        "vote_max_tokens, reasoning_max_tokens; each null (the paper: no cap) or a positive integer for every model")
     rating: RatingSettings = Field(
         default_factory=RatingSettings, description="TrueSkill settings, passes, bootstrap resamples"
     )

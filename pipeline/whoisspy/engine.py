@@ -7,8 +7,11 @@ abstains, and a unique most-voted player is out. The game ends when the spy is o
 than `min_players` survive, or after `rounds` rounds; the spy wins if it is still in.
 
 Every reply follows the rules whatever it says: a vote naming no candidate is an abstention, a
-description is cut at `max_chars` characters. Gateway errors (auth, transport, a rejected request)
-are not moves: they stop the job, and a rerun resumes from the response cache.
+description is cut at `max_chars` characters. A reply the token limit cut before any visible text
+(a reasoning model whose hidden reasoning spent its budget) still counts as that move (no answer,
+an abstention), and its event says so (`empty_at_token_limit: true`), counted per model. Gateway
+errors (auth, transport, a rejected request) are not moves: they stop the job, and a rerun resumes
+from the response cache.
 """
 
 from __future__ import annotations
@@ -187,6 +190,8 @@ class Game:
                 "fouls": fouls,
             }
         )
+        if reply.empty_at_token_limit:  # the token limit cut it before any text (a reasoning model's budget)
+            self.events[-1]["empty_at_token_limit"] = True
         for kind in fouls:
             self.events.append({"type": "foul", "round": round_no, "seat": seat.name, "kind": kind})
         seat.fouls.extend(fouls)
@@ -205,7 +210,7 @@ class Game:
                         seat.name, seat.word, self.names, round_no, self.public, candidates, self.rules_text, reasoning
                     ),
                     key=f"r{round_no}/vote/{seat.name}",
-                    kind="vote",
+                    kind="reasoned_vote" if reasoning else "vote",
                     choices=(*candidates, "abstain"),
                     max_tokens=self.spec.replies.reasoning_max_tokens if reasoning else self.spec.replies.vote_max_tokens,
                     state=self.bot_state(seat, round_no, "vote", candidates),
@@ -226,6 +231,8 @@ class Game:
             }
             if seat is self.reasoner:
                 event["analysis"] = reply.text
+            if reply.empty_at_token_limit:  # an abstention the token limit made, not the model
+                event["empty_at_token_limit"] = True
             self.events.append(event)
             target_index = self.names.index(target) if target else None
             if seat.role == "civilian":

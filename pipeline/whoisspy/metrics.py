@@ -4,7 +4,9 @@ Metrics per model (over the seats it played): win rate as spy, as civilian and o
 score; ranking points (100 + sum of scores - games); vote accuracy (civilian votes naming the spy /
 civilian votes cast, abstentions not counted); foul rate (descriptions with a foul / descriptions);
 average survival rounds (rounds a seat completed: eliminated in round k counts k-1, a survivor
-counts the rounds played).
+counts the rounds played); replies empty at the token limit (descriptions and votes the token
+limit cut before any visible text, over every variant's games: a reasoning model whose budget was
+spent on hidden reasoning; the move still counts as no answer or an abstention).
 
 TrueSkill: each game of the ranked variant is a win of the spy's team or of the civilians' team.
 By default (`rating.matchup: teams`, the spec) a game is one TeamMatch: the spy's model against
@@ -48,7 +50,11 @@ def _seat_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     votes: dict[str, int] = {}
     abstentions: dict[str, int] = {}
     hits: dict[str, int] = {}
+    empty: dict[str, int] = {}
     for e in record["events"]:
+        if e.get("empty_at_token_limit"):
+            who = e["seat"] if e["type"] == "speech" else e["voter"]
+            empty[who] = empty.get(who, 0) + 1
         if e["type"] == "speech":
             speeches[e["seat"]] = speeches.get(e["seat"], 0) + 1
             fouled[e["seat"]] = fouled.get(e["seat"], 0) + bool(e["fouls"])
@@ -84,6 +90,7 @@ def _seat_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
                 "votes": votes.get(seat, 0),
                 "abstentions": abstentions.get(seat, 0),
                 "votes_for_spy": hits.get(seat, 0),
+                "empty_at_token_limit": empty.get(seat, 0),
             }
         )
     return rows
@@ -283,14 +290,25 @@ LEADERBOARD_METRICS: tuple[str, ...] = (
 )
 
 
-def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str) -> dict[str, dict[str, Any]]:
-    """`{model: {metric: value}}`: the leaderboard's metrics, plus `<variant>_<metric>` for the others."""
+def empty_replies(seats: pl.DataFrame) -> dict[str, int]:
+    """Per model: its replies empty at the token limit, over every game and variant."""
+    counts = seats.group_by("model").agg(pl.col("empty_at_token_limit").sum())
+    return {r["model"]: int(r["empty_at_token_limit"]) for r in counts.iter_rows(named=True)}
+
+
+def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str,
+                 seats: pl.DataFrame | None = None) -> dict[str, dict[str, Any]]:
+    """`{model: {metric: value}}`: the leaderboard's metrics, plus `<variant>_<metric>` for the others,
+    and with `seats` each model's `empty_at_token_limit` (replies the token limit emptied, every variant)."""
     out: dict[str, dict[str, Any]] = {}
+    empty = empty_replies(seats) if seats is not None else None
     for row in board.iter_rows(named=True):
         out[row["model"]] = {
             ("trueskill_" + k if k in ("mu", "sigma", "mu_lo", "mu_hi") else k): _clean(row[k])
             for k in LEADERBOARD_METRICS
         }
+        if empty is not None:
+            out[row["model"]]["empty_at_token_limit"] = empty.get(row["model"], 0)
     for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(named=True):
         out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])
     return {model: dict(sorted(values.items())) for model, values in sorted(out.items())}

@@ -68,7 +68,7 @@ def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Pa
     all_calls = pl.concat(calls) if calls else calls_frame([])
     write_table(out / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
 
-    write_json_atomic(out / "metrics.json", metrics_json(board, variants, params.rank_variant))
+    write_json_atomic(out / "metrics.json", metrics_json(board, variants, params.rank_variant, seats))
     return {"games": games.height, "rating_events": len(events), "models": board.height}
 
 

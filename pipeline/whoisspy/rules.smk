@@ -12,12 +12,13 @@ from pipeline.whoisspy.workflow import (
     scheduled_seats,
 )
 
-WHOISSPY_PARAMS = "params/whoisspy.yaml"
-WHOISSPY_SEATS = scheduled_seats(WHOISSPY_PARAMS, "params/models.yaml")
-WHOISSPY_SOLO, WHOISSPY_SHARDS = jobs_for_games(WHOISSPY_SEATS, "params/models.yaml")
+WHOISSPY_PARAMS = f"{PARAMS_DIR}/whoisspy.yaml"  # PARAMS_DIR: the Snakefile's params directory
+WHOISSPY_MODELS = f"{PARAMS_DIR}/models.yaml"
+WHOISSPY_SEATS = scheduled_seats(WHOISSPY_PARAMS, WHOISSPY_MODELS)
+WHOISSPY_SOLO, WHOISSPY_SHARDS = jobs_for_games(WHOISSPY_SEATS, WHOISSPY_MODELS)
 announce_games("whoisspy", [f"results/whoisspy/games/{g}.json" for g in WHOISSPY_SEATS])
 # the params file is not an input of the games (a game's id already covers what decides it)
-WHOISSPY_ARGS = f"--params {WHOISSPY_PARAMS} --models params/models.yaml"
+WHOISSPY_ARGS = f"--params {WHOISSPY_PARAMS} --models {WHOISSPY_MODELS}"
 
 
 rule whoisspy_play:
@@ -70,7 +71,7 @@ rule whoisspy_rate:
     conda:
         PIPELINE_ENV
     shell:
-        "python -m pipeline whoisspy rate --params {input.params} --models params/models.yaml "
+        f"python -m pipeline whoisspy rate --params {{input.params}} --models {WHOISSPY_MODELS} "
         "--games results/whoisspy/games --out results/whoisspy 2> {log}"
 
 

@@ -3,8 +3,10 @@
 Every player under test plays `games_per_role` games as the spy and as many as a civilian, in each
 variant. Replicate r of a player uses one word pair and one drawing of seats for all variants, so
 a variant differs from the baseline only by the variant. A game's id is the content id of
-everything that decides it (seats with their roster entries, spy seat, words, rules, token caps,
-variant, prompt text), so adding a model adds games and changes no existing one.
+everything that decides it (seats with their roster entries, spy seat, words, rules, variant,
+prompt text, and the game's token caps where the params set one: the paper sets none), so adding a
+model adds games and changes no existing one. A seat's roster entry counts with the sampling
+fields it sets and only the per-move budgets that apply here (`whoisspy.<kind>` or `<kind>`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from pipeline.core.io import content_id, seed_from
 from pipeline.core.params import ParamsError
-from pipeline.core.roster import ModelsParams
+from pipeline.core.roster import ModelsParams, RosterEntry
 from pipeline.whoisspy.config import ReplyParams, RulesParams, WhoIsSpyParams
 from pipeline.whoisspy.prompts import prompt_fingerprint
 from pipeline.whoisspy.words import WORD_PAIRS
@@ -66,6 +68,18 @@ class GameSpec:
         }
 
 
+def seat_identity(entry: RosterEntry) -> dict[str, Any]:
+    """A seat's roster entry as it decides a game: its sampling fields that are set, and only the
+    per-move budgets that apply to this game (another benchmark's budgets change none of its games)."""
+    identity = entry.model_dump(mode="json")
+    sampling = entry.sampling.model_dump(mode="json", exclude_none=True)
+    sampling["move_max_tokens"] = {
+        key: tokens for key, tokens in sorted(entry.sampling.move_max_tokens.items())
+        if "." not in key or key.startswith("whoisspy.")}
+    identity["sampling"] = sampling
+    return identity
+
+
 def make_spec(
     models: ModelsParams,
     *,
@@ -98,11 +112,12 @@ def make_spec(
         "engine": ENGINE_VERSION,
         "prompts": prompt_fingerprint(),
         "variant": variant,
-        "seats": [models.entry(name).model_dump(mode="json") for name in seats],
+        "seats": [seat_identity(models.entry(name)) for name in seats],
         "spy_seat": spy_seat,
         "words": [civilian_word, spy_word],
         "rules": rules.model_dump(mode="json"),
-        "replies": replies.model_dump(mode="json"),
+        # only where the params cap a move (the paper caps none): a model's own budgets are in its seat
+        **({"replies": replies.model_dump(mode="json")} if replies.is_set() else {}),
         "replicate": replicate,
         "focal": [focal, focal_role],
         "starter": starter,

@@ -50,6 +50,7 @@ class SeatsSchema(StrictTable):
     votes: int = pa.Field(ge=0)
     abstentions: int = pa.Field(ge=0)
     votes_for_spy: int = pa.Field(ge=0)
+    empty_at_token_limit: int = pa.Field(ge=0)  # its replies the token limit cut before any visible text
 
 
 class SpeechesSchema(StrictTable):

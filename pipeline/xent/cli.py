@@ -74,7 +74,7 @@ def _cmd_play_program(args: argparse.Namespace) -> int:
     player = make_player(entry, gateway, seed, game="xent")
     opponent = make_player(opponent_entry, gateway, seed, game="xent") if opponent_entry else None
     stories = judge_stories(judge, f"xent-cli/{game.name}/{args.seed}") if program.has_story_calls else None
-    settings = PlaySettings(reply_max_tokens=args.max_tokens)
+    settings = PlaySettings(reply_max_tokens=args.max_tokens, protocol=args.protocol)
     record = asyncio.run(play_map(game, program, Path(args.program).stem, seat_players(game, player, opponent),
                                   judge, args.rounds, settings, stories))
     errors = [r for r in record["rounds"] if r["error"]]
@@ -216,7 +216,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     program.add_argument("--judge", default="gemma-3-270m", help="judge name or model directory (`word`: a model-free test judge)")
     program.add_argument("--models", default="params/models.yaml")
     program.add_argument("--seed", type=int, default=0, help="story seed for programs that still call story()")
-    program.add_argument("--max-tokens", type=int, default=24, help="token cap of a model's reply")
+    program.add_argument("--max-tokens", type=int, default=None,
+                         help="the game's token cap on a model's reply (default: none, the model's roster entry decides)")
+    program.add_argument("--protocol", choices=("reference", "short"), default="reference",
+                         help="reply protocol: reference (think, then the last <move> tag) or short (the move only)")
     program.add_argument("--json", action="store_true", help="print the rounds as JSON")
 
     maps = room.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,

@@ -13,7 +13,15 @@ from pipeline.core.trueskill_settings import with_defaults
 
 
 class ReplyParams(Strict):
-    max_tokens: int = Field(24, ge=4, le=4096, description="token cap of a model's reply (the move plus its tags)")
+    protocol: Literal["reference", "short"] = Field(
+        "reference", description="how a model is asked for its move: reference (the reference's): it may think "
+        "first and ends its reply with the move in <move></move> tags, the last closed tag counts, no stop "
+        "sequence; short (ours, the earlier prompt): the move only inside tags, the reply stops at </move>",
+    )
+    max_tokens: int | None = Field(
+        None, ge=4, le=4096, description="the game's token cap on a model's whole reply; null (the reference's): no "
+        "game cap, each model's roster entry decides its reply budget (params/models.yaml)",
+    )
     detail_rounds: int = Field(
         2, ge=0, le=100, description="earlier rounds shown with their per-token breakdown (all rounds show totals)"
     )
@@ -61,7 +69,7 @@ class XentParams(Strict):
     rescore_judges: list[str] = Field(
         default_factory=list, description="more judges that re-score every recorded move (the play judge always does)"
     )
-    replies: ReplyParams = Field(default_factory=ReplyParams, description="reply token cap and history detail")
+    replies: ReplyParams = Field(default_factory=ReplyParams, description="reply protocol, token cap and history detail")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
 
 

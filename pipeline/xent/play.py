@@ -4,8 +4,11 @@ Before each elicit a player sees the game's code and description, what its role 
 history on this map (its moves, reward totals, the per-token breakdown of recent rounds). A model
 replies with its move in <move>...</move> (the reference's rule: last closed tag wins, closed
 <think> blocks dropped; a reply without the tag is the move as a whole, cut to the elicit's token
-limit, and the next ask reminds the model of the tags). Bots get the same request plus a
-structured `state`, and a bot reply without tags is the move itself.
+limit, and the next ask reminds the model of the tags). The reply protocol (`replies.protocol`)
+decides the ask: `reference` (default) lets the model think before its tagged move and sets no
+stop sequence; `short` asks for the move only and stops at `</move>`. The reply's token cap is the
+model's (its roster entry) unless `reply_max_tokens` sets one for the game. Bots get the same
+request plus a structured `state`, and a bot reply without tags is the move itself.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pipeline.xent.games import Game
 from pipeline.xent.prompts import (
     MOVE_CLOSE,
     PROMPT_VERSION,
+    check_protocol,
     drop_think,
     elicit_messages,
     extract_move,
@@ -38,9 +42,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PlaySettings:
-    reply_max_tokens: int = 24
+    # the game's cap on a model's reply; None (the reference's): none, the model's roster entry decides
+    reply_max_tokens: int | None = None
     detail_rounds: int = 2
     conversation: str = "per_map"  # the reference's: one conversation per map; or "per_ask"
+    protocol: str = "reference"  # the reference's: think, then the last <move> tag; or "short"
+
+    def __post_init__(self) -> None:
+        check_protocol(self.protocol)
 
 
 @dataclass
@@ -69,10 +78,11 @@ class PlayerSeat:
         roles = (request.role,)
         if self.settings.conversation == "per_ask" or not self.conversation:
             messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history, roles,
-                                       self.settings.detail_rounds, reminder=self.reminder)
+                                       self.settings.detail_rounds, reminder=self.reminder,
+                                       protocol=self.settings.protocol)
         else:
             messages = [*self.conversation, followup_message(request, ctx.history, self.rounds_seen, roles,
-                                                             self.shown, self.reminder)]
+                                                             self.shown, self.reminder, self.settings.protocol)]
         self.rounds_seen = len(ctx.history)
         self.shown = dict(request.visible)
         return messages
@@ -87,12 +97,13 @@ class PlayerSeat:
             "events": list(request.events),
         }
         messages = self.messages(request)
+        short = self.settings.protocol == "short"  # ours: the move only, the first </move> ends the reply
         reply = await self.player.act(MoveRequest(
-            messages=messages, key=key, kind="xent_move",
-            max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens, stop=(MOVE_CLOSE,),
-            state=state,
+            messages=messages, key=key, kind="move",
+            max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens,
+            stop=(MOVE_CLOSE,) if short else (), state=state,
         ))
-        move, tagged = extract_move(reply.text, stopped_at_close=True)
+        move, tagged = extract_move(reply.text, stopped_at_close=short)
         if not tagged and self.player.is_bot:
             move = reply.text.strip()  # bots answer with the bare move
         # the reference: an untagged reply is the move itself, and the next ask carries a reminder

@@ -8,7 +8,15 @@ from typing import Any
 
 from pipeline.xent.runtime import ElicitRequest
 
-PROMPT_VERSION = 3  # 2: the reference's move rule and reminder; 3: one conversation per map
+# Recorded in every play record; bumped whenever what a model is asked (or how its reply is read)
+# changes. 2: the reference's move rule (last closed tag, <think> dropped) and its tag reminder;
+# 3: one conversation per map; 4: reply protocols (`replies.protocol`): `reference` (the default)
+# lets the model think before ending with its tagged move, with no stop sequence and no game reply
+# cap; `short` is version 3's ask ("Reply with the move only", stop at </move>).
+PROMPT_VERSION = 4
+
+#: `replies.protocol`: how a model is asked for its move and how its reply is read
+PROTOCOLS = ("reference", "short")
 
 RULES = (
     "You are playing a cross-entropy game (a Xent game) written in XGL. A judge language model "
@@ -27,6 +35,44 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _MOVE = re.compile(r"<move>(.*?)</move>", re.DOTALL)
 MOVE_CLOSE = "</move>"
 MISSING_TAG_REMINDER = "No move found: give your move between <move> and </move> tags."
+
+
+def check_protocol(protocol: str) -> str:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown reply protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    return protocol
+
+
+def reference_rule(max_tokens: int) -> str:
+    """The `reference` protocol's rule for the reply (our wording of the reference's reply rules)."""
+    return (f"Only the last closed <move>...</move> in your reply counts, and the move is limited to "
+            f"{max_tokens} tokens of the judge's tokenizer (longer moves are cut).")
+
+
+def first_ask(request: ElicitRequest, protocol: str) -> list[str]:
+    """The ask of a map's first prompt (and of every `per_ask` prompt), before any reminder."""
+    if check_protocol(protocol) == "short":
+        return [f"You play {request.role}. Give your move for register {request.register} "
+                f"(at most {request.max_tokens} tokens; longer moves are cut)."]
+    return [f"You play {request.role}. Give your move for register {request.register}."]
+
+
+def final_ask(request: ElicitRequest, protocol: str) -> str:
+    """The last line of a first prompt: how to reply."""
+    if check_protocol(protocol) == "short":
+        return "Reply with the move only, inside tags: <move>your text</move>"
+    return ("You may think it through first; then end your reply with your move inside tags: "
+            "<move>your text</move>. " + reference_rule(request.max_tokens))
+
+
+def followup_ask(request: ElicitRequest, protocol: str, round_word: str) -> str:
+    """The ask of a later turn of a map's conversation."""
+    if check_protocol(protocol) == "short":
+        return (f"{round_word}You play {request.role}. Give your move for register {request.register} "
+                f"(at most {request.max_tokens} tokens) inside <move></move> tags.")
+    return (f"{round_word}You play {request.role}. Give your move for register {request.register}: you may "
+            f"think first, then end your reply with the move inside <move></move> tags. "
+            + reference_rule(request.max_tokens))
 
 
 def drop_think(reply: str) -> str:
@@ -85,8 +131,10 @@ def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str],
 
 
 def elicit_messages(code: str, description: str, request: ElicitRequest, history: Sequence[Mapping[str, Any]],
-                    role_set: Sequence[str], detail_rounds: int, reminder: bool = False) -> list[dict[str, str]]:
-    """Chat messages for one elicit: rules, the game code, what the role sees, its history, the ask."""
+                    role_set: Sequence[str], detail_rounds: int, reminder: bool = False,
+                    protocol: str = "reference") -> list[dict[str, str]]:
+    """Chat messages for one elicit: rules, the game code, what the role sees, its history, the ask
+    (worded by the reply `protocol`)."""
     visible = [f"{name} = {value!r}" for name, value in request.visible.items()]
     this_round = []
     for event in request.events:
@@ -94,13 +142,12 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
             this_round.append(f"your move {event['register']} = {event['move']!r}")
         elif event["type"] == "reward" and event["role"] in role_set:
             this_round.append(f"reward {event['expression']} to {event['role']}: {event['total_bits']:+.2f} bits")
-    ask = [f"You play {request.role}. Give your move for register {request.register} "
-           f"(at most {request.max_tokens} tokens; longer moves are cut)."]
+    ask = first_ask(request, protocol)
     if request.failed:
         ask.append("Your last move broke the rule(s): " + "; ".join(request.failed) + ". Try a different move.")
     if reminder:
         ask.append(MISSING_TAG_REMINDER)
-    ask.append("Reply with the move only, inside tags: <move>your text</move>")
+    ask.append(final_ask(request, protocol))
     user = "\n\n".join([
         _block("Game", [description] if description else []),
         "## Code\n" + code.strip(),
@@ -113,11 +160,12 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
 
 
 def followup_message(request: ElicitRequest, history: Sequence[Mapping[str, Any]], rounds_seen: int,
-                     role_set: Sequence[str], shown: Mapping[str, str], reminder: bool) -> dict[str, str]:
+                     role_set: Sequence[str], shown: Mapping[str, str], reminder: bool,
+                     protocol: str = "reference") -> dict[str, str]:
     """The next user turn of a map's one conversation: only what is new since the last ask.
 
     New rounds' results (the latest with its per-token breakdown), registers that changed, the
-    conditions the last move broke, the tag reminder, then the ask.
+    conditions the last move broke, the tag reminder, then the ask (worded by the reply `protocol`).
     """
     parts: list[str] = []
     new_rounds = list(history[rounds_seen:])
@@ -133,7 +181,6 @@ def followup_message(request: ElicitRequest, history: Sequence[Mapping[str, Any]
     if reminder:
         ask.append(MISSING_TAG_REMINDER)
     round_word = f"Round {len(history) + 1}. " if new_rounds else ""
-    ask.append(f"{round_word}You play {request.role}. Give your move for register {request.register} "
-               f"(at most {request.max_tokens} tokens) inside <move></move> tags.")
+    ask.append(followup_ask(request, protocol, round_word))
     parts.append("\n".join(ask))
     return {"role": "user", "content": "\n\n".join(parts)}

@@ -8,7 +8,10 @@
 - `xent_score` (the headline, the reference's) = mean over the player's games of the mean over the
   game's maps of the normalized score, x 100; `xent_score_<game>` the per-game means x 100;
   `xent_score_pooled` = the mean over all maps pooled across games, x 100 (our other aggregate);
-- a map is flagged when no player's running best improves after round 1.
+- a map is flagged when no player's running best improves after round 1;
+- `empty_at_token_limit` = the model's replies in Xent's play jobs (as player or as opponent) that
+  the token limit cut before any visible text (a reasoning model whose hidden reasoning spent the
+  whole budget), counted from the calls tables (pipeline.core.budgets.empty_at_limit_counts).
 
 Metrics are rounded to `SCORE_DIGITS` / `BITS_DIGITS` decimals: docs/xent.md gives the measured
 run-to-run spread of the judge that justifies them.
@@ -23,9 +26,10 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.budgets import empty_at_limit_counts
 from pipeline.core.io import seed_from, write_json_atomic
 from pipeline.core.rating import FreeForAll, rating_summary
-from pipeline.core.schemas import read_table, write_table
+from pipeline.core.schemas import CallsSchema, read_table, write_table
 from pipeline.xent.config import load_xent
 from pipeline.xent.schemas import (
     MapsSchema,
@@ -169,7 +173,9 @@ def write_rate(params_path: str, out: str) -> dict[str, Any]:
     ratings = ratings.select(list(XentRatingsSchema.to_schema().columns))
     write_table(root / "ratings.parquet", ratings, XentRatingsSchema, sort_by=["rank", "player"])
 
-    metrics = metrics_dict(scores, ratings, maps)
+    calls_path = root / "calls.parquet"  # every play job's calls, written by rescore
+    empty = empty_at_limit_counts(read_table(calls_path, CallsSchema)) if calls_path.exists() else {}
+    metrics = metrics_dict(scores, ratings, maps, empty)
     write_json_atomic(root / "metrics.json", metrics)
     return {"models": len(metrics), "maps": maps.height, "flagged_maps": int(maps["flagged"].sum()),
             "rating_events": len(events)}
@@ -195,7 +201,11 @@ def _round(value: Any, digits: int = BITS_DIGITS) -> Any:
     return round(float(value), digits)
 
 
-def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame) -> dict[str, dict[str, Any]]:
+def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame,
+                 empty_at_limit: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """Per model: the scores, TrueSkill and `empty_at_token_limit` (replies the token limit cut
+    before any visible text, per roster name: `empty_at_limit_counts` of the calls; 0 when none)."""
+    empty = empty_at_limit or {}
     metrics: dict[str, dict[str, Any]] = {}
     by_player = {row["player"]: row for row in ratings.iter_rows(named=True)}
     headline = headline_scores(scores)
@@ -217,6 +227,7 @@ def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame
             "trueskill_rank": int(row["rank"]) if row else None,
             "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
             "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
+            "empty_at_token_limit": int(empty.get(model, 0)),
         })
         metrics[model] = entry
     return metrics

@@ -4,10 +4,11 @@
 # -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
 from pipeline.xent.workflow import RESCORE_OUTPUTS, rate_outputs, report_outputs, xent_plan
 
-XENT_PARAMS = "params/xent.yaml"
-XENT_PLAN = xent_plan(XENT_PARAMS, "params/models.yaml")
+XENT_PARAMS = f"{PARAMS_DIR}/xent.yaml"  # PARAMS_DIR: the Snakefile's params directory
+XENT_MODELS = f"{PARAMS_DIR}/models.yaml"
+XENT_PLAN = xent_plan(XENT_PARAMS, XENT_MODELS)
 # the params file is not an input of the maps and plays (their content ids cover what decides them)
-XENT_ARGS = f"--params {XENT_PARAMS} --models params/models.yaml"
+XENT_ARGS = f"--params {XENT_PARAMS} --models {XENT_MODELS}"
 
 for _xent_game, _xent_maps in XENT_PLAN.maps.items():
 
@@ -62,7 +63,7 @@ rule xent_rescore:
     conda:
         PIPELINE_ENV
     shell:
-        "python -m pipeline xent rescore --params {input.params} --models params/models.yaml "
+        f"python -m pipeline xent rescore --params {{input.params}} --models {XENT_MODELS} "
         "--plays results/xent/play --out results/xent 2> {log}"
 
 
@@ -79,7 +80,8 @@ rule xent_rate:
     conda:
         PIPELINE_ENV
     shell:
-        "python -m pipeline xent rate --params {input.params} --models params/models.yaml --out results/xent 2> {log}"
+        f"python -m pipeline xent rate --params {{input.params}} --models {XENT_MODELS} --out results/xent "
+        "2> {log}"
 
 
 rule xent_report:

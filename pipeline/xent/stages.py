@@ -61,7 +61,7 @@ def play_stage(params_path: str, models_path: str, game_name: str | None, job_id
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
     settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds,
-                            conversation=params.replies.conversation)
+                            conversation=params.replies.conversation, protocol=params.replies.protocol)
     opponent = players[job.opponent] if job.opponent else None
     records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
     record = job_record(game, job_id, players[job.player], opponent, judge, job.rounds, records,
