@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing as mp
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,11 +112,19 @@ def test_a_snakemake_run_stops_at_the_budget_and_resumes(tmp_path: Path) -> None
     results = project / "results/whoisspy"
     # one job at a time, so which game runs out of budget is deterministic
     targets = game_targets(project)[:2]  # the two whoisspy games (the rating job adds no spend)
-    stopped = snakemake(project, "--cores", "1", *targets, check=False)
-    assert stopped.returncode != 0
-    assert "Error in rule whoisspy_play" in stopped.stdout + stopped.stderr
-    logs = "".join(p.read_text() for p in (results / "logs/games").glob("*.log"))
-    assert "error: spend budget reached" in logs and "Raise gateway.budget_usd and rerun" in logs
+    # the run plan prices both games (from the game's structure) over the budget: Snakemake stops
+    # before any request
+    refused = snakemake(project, "--cores", "1", *targets, check=False)
+    assert refused.returncode != 0 and "No model request was started" in refused.stdout + refused.stderr
+    assert not (project / ".cache/responses" / LEDGER_NAME).exists() or not ledger(project)
+    # the spend ledger still guards what a plan under-estimates: the jobs Snakemake would run,
+    # one after the other, as their rule runs them
+    stops = [subprocess.run(
+        [sys.executable, "-m", "pipeline", "whoisspy", "play", Path(target).stem, "--params", "params/whoisspy.yaml",
+         "--models", "params/models.yaml", "--out", "results/whoisspy/games"],
+        cwd=project, capture_output=True, text=True, timeout=300) for target in targets]
+    assert stops[0].returncode == 0 and stops[1].returncode != 0, stops[1].stderr[-2000:]
+    assert "error: spend budget reached" in stops[1].stderr and "Raise gateway.budget_usd and rerun" in stops[1].stderr
     played = sorted(p.name for p in (results / "games").glob("*.json"))
     assert len(played) == 1  # the first game finished under budget; the second stopped
     # no partial artifacts: the stopped game left neither its record nor its calls table

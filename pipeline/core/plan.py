@@ -415,6 +415,9 @@ def render_plan(plan: Plan) -> str:
         f"gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
+    if t["tokens_reasoning"].sum() and t.filter(pl.col("tokens_from").str.contains("prompt\\+cap")).height:
+        lines.append("reasoning tokens not yet measured are counted at each reasoning model's whole allowance "
+                     "(an upper bound; one game of each model measures them)")
     if plan.budget_usd is not None and plan.cost_usd is None:
         lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes), "
                      "so a budgeted run refuses to start")
