@@ -6,7 +6,7 @@
 import os
 
 from pipeline.core.registry import benchmarks as registered_benchmarks
-from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, interpreter_on_path, params_dir, required_params
+from pipeline.core.workflow import check_chosen_params_dir, interpreter_on_path, params_dir
 
 # rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
 # whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
@@ -18,8 +18,7 @@ BENCHMARKS = registered_benchmarks()
 # names (`python -m pipeline run|plan --params DIR` passes it; else $PIPELINE_PARAMS), e.g. params/paper.
 # Results still go under results/: another directory's run replaces them, as any params change does.
 PARAMS_DIR = params_dir(config.get("params"))
-if PARAMS_DIR != DEFAULT_PARAMS:
-    check_params_dir(PARAMS_DIR, required_params(BENCHMARKS))
+check_chosen_params_dir(PARAMS_DIR, benchmarks=BENCHMARKS)
 
 
 include: "pipeline/roster/rules.smk"

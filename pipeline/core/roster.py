@@ -50,6 +50,15 @@ class Sampling(Strict):
             raise ValueError(f"move_max_tokens: {', '.join(bad)} need a positive integer number of tokens")
         return value
 
+    def identity(self, benchmark: str) -> dict[str, Any]:
+        """What of this sampling decides a game of `benchmark` (part of its content id): the fields
+        that are set, with only the per-move budgets that apply there (`<benchmark>.<kind>` or
+        `<kind>`), so another benchmark's budgets change none of its games."""
+        found = self.model_dump(mode="json", exclude_none=True)
+        found["move_max_tokens"] = {key: tokens for key, tokens in sorted(self.move_max_tokens.items())
+                                    if "." not in key or key.startswith(f"{benchmark}.")}
+        return found
+
 
 class RosterEntry(Strict):
     name: str = Field(description="a unique name (letters, digits, . _ -), used in every table and path")

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.core.progress import PROGRESS_ENV, stage_progress
-from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, params_config, params_dir, required_params
+from pipeline.core.workflow import DEFAULT_PARAMS, check_chosen_params_dir, params_config, params_dir
 
 LOCK_NAME = "pipeline-run.lock"
 # arguments after which Snakemake runs nothing, so no lock is involved
@@ -121,10 +121,7 @@ def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Pat
                   interval_s: float = 5.0, params: str | None = None) -> int:
     """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params)."""
     params = params_dir(params)
-    if params != DEFAULT_PARAMS:
-        from pipeline.core.registry import benchmarks
-
-        check_params_dir(params, required_params(benchmarks()), root)
+    check_chosen_params_dir(params, root)
     fd = take_run_lock(root)
     try:
         clear_stale_lock(root, targets, say)

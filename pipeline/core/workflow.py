@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,6 @@ def params_dir(chosen: Any = None) -> str:
     return os.path.normpath(str(value))
 
 
-def snakefile_params_dir(config: Mapping[str, Any]) -> str:
-    """The Snakefile's params directory: `--config params=DIR`, else $PIPELINE_PARAMS, else `params`."""
-    return params_dir(config.get(PARAMS_CONFIG_KEY))
-
-
 def params_config(directory: str) -> list[str]:
     """Snakemake arguments that choose `directory`: [] for the default when $PIPELINE_PARAMS does not
     name another (the demo's command lines stay as they were), else `--config params=DIR`, which
@@ -96,6 +91,18 @@ def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".
             f"{', '.join(f'{DEFAULT_PARAMS}/{name}' for name in missing)} into {directory}/ and edit "
             f"{'them' if len(missing) > 1 else 'it'}, or name a complete directory with {switch}"
         )
+
+
+def check_chosen_params_dir(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] | None = None) -> None:
+    """`check_params_dir` for a directory other than the project's own `params` (which every copy
+    has): it must hold the files of `benchmarks` (default: the registered ones)."""
+    if directory == DEFAULT_PARAMS:
+        return
+    if benchmarks is None:
+        from pipeline.core.registry import benchmarks as registered
+
+        benchmarks = registered()
+    check_params_dir(directory, required_params(benchmarks), root)
 
 
 #: what a copy of the workflow needs besides the installed package (tests and benchmarks run copies)

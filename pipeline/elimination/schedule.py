@@ -50,11 +50,7 @@ def entry_spec(entry: RosterEntry) -> dict[str, Any]:
     if entry.is_bot:
         spec.update(bot=entry.bot, bot_options=dict(entry.bot_options))
     else:
-        sampling = entry.sampling.model_dump(exclude_none=True)
-        sampling["move_max_tokens"] = {
-            key: tokens for key, tokens in sorted(entry.sampling.move_max_tokens.items())
-            if "." not in key or key.startswith(f"{BENCHMARK}.")}
-        spec.update(model=entry.model, sampling=sampling)
+        spec.update(model=entry.model, sampling=entry.sampling.identity(BENCHMARK))
     return spec
 
 

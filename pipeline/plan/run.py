@@ -22,7 +22,7 @@ from pipeline.core.plan import (
     what_to_cut,
 )
 from pipeline.core.roster import load_models
-from pipeline.core.workflow import DEFAULT_PARAMS, check_params_dir, params_config, required_params
+from pipeline.core.workflow import DEFAULT_PARAMS, check_chosen_params_dir, params_config
 from pipeline.plan.estimators import PlanContext, estimate_jobs
 
 DEFAULT_OUT = "results/plan"
@@ -46,10 +46,7 @@ def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path:
                  params_dir: str = DEFAULT_PARAMS, notes: list[str] | None = None) -> Plan:
     """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
     the rooms' messages about params they cannot schedule (their targets then plan nothing)."""
-    if params_dir != DEFAULT_PARAMS:
-        from pipeline.core.registry import benchmarks
-
-        check_params_dir(params_dir, required_params(benchmarks()), root)
+    check_chosen_params_dir(params_dir, root)
     jobs = dry_run(targets, root=root, config=params_config(params_dir), notes=notes)
     return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
 

@@ -71,13 +71,7 @@ class GameSpec:
 def seat_identity(entry: RosterEntry) -> dict[str, Any]:
     """A seat's roster entry as it decides a game: its sampling fields that are set, and only the
     per-move budgets that apply to this game (another benchmark's budgets change none of its games)."""
-    identity = entry.model_dump(mode="json")
-    sampling = entry.sampling.model_dump(mode="json", exclude_none=True)
-    sampling["move_max_tokens"] = {
-        key: tokens for key, tokens in sorted(entry.sampling.move_max_tokens.items())
-        if "." not in key or key.startswith("whoisspy.")}
-    identity["sampling"] = sampling
-    return identity
+    return {**entry.model_dump(mode="json"), "sampling": entry.sampling.identity("whoisspy")}
 
 
 def make_spec(
