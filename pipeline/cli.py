@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pipeline.core.params import ParamsError
+from pipeline.core.params import InputError, ParamsError
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         if "/" not in args.model:
             raise ParamsError(
                 f"{args.model!r} is neither a roster name in {args.params} nor a litellm model "
-                "string such as openai/gpt-4o-mini or local/gemma-3-270m"
+                "string such as openai/gpt-4o-mini or local/smollm2-135m"
             ) from None
         entry = RosterEntry(name="ask", model=args.model)
         models = ModelsParams(roster=[entry], providers=models.providers, gateway=models.gateway)
@@ -66,6 +66,9 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
         return 2
     if sandbox.isolation == "none":
         print("warning: running WITHOUT isolation (--allow-unisolated): rlimits only", file=sys.stderr)
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        raise InputError(f"sandbox run: {', '.join(missing)}: no such file; name Python programs to run")
     sources = [Path(f).read_text(encoding="utf-8") for f in args.files]
     for file, result in zip(args.files, sandbox.run_many(sources, jobs=args.jobs)):
         record = {
@@ -146,4 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (ParamsError, GatewayError, TableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:  # a path given on the command line that is not there
+        verb = " ".join(filter(None, [args.command, getattr(args, f"{args.command}_command", None)]))
+        print(f"error: {exc.filename or exc}: no such file or directory; check the paths given to `{verb}`",
+              file=sys.stderr)
         return 2

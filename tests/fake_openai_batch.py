@@ -21,8 +21,8 @@ LETTERS = "ABCD"
 def reply_for(body: dict[str, Any]) -> str:
     text = json.dumps([body.get("messages"), body.get("seed")], sort_keys=True)
     last = str(body["messages"][-1]["content"])
-    if "Reply with one word" in last:
-        return "ready"
+    if last.startswith(("Reply with one word:", "Reply with the single word:")):
+        return last.rsplit(":", 1)[1].strip()  # the roster check: the word it asks for
     return LETTERS[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 4]
 
 

@@ -75,7 +75,7 @@ def test_a_rerun_polls_the_submitted_batch_instead_of_paying_twice(tmp_path: Pat
         table = run_roster_check(models, tmp_path / "out", Gateway(models, job="roster"))
         assert len(fake.batches) == 1 and fake.chat_calls == 0
         assert fake.polls["batch_1"] >= 2
-    assert table.filter(pl.col("name") == "gpt")["reply"].to_list() == ["ready"]
+    assert table.filter(pl.col("name") == "gpt")["reply"].to_list() == ["blue"]
     assert json.loads(states[0].read_text())["status"] == "stored"
 
 

@@ -154,7 +154,12 @@ def test_kill_mid_game_with_the_embedded_model_then_resume(tmp_path: Path) -> No
     calls = read_table(games / f"{interrupted}.calls.parquet", CallsSchema).filter(pl.col("roster_name") == "gemma-270m")
     # the answers given before the kill came from the cache: exactly that many cache hits
     assert calls["cache_hit"].sum() == len(answered)
-    assert calls.filter(~pl.col("cache_hit")).height == len([r for r in sent if r["job"].endswith(interrupted)]) - len(answered)
+    # every answer of this game is in its table once as paid, whichever run paid it: the killed
+    # run's were journaled as they came (pipeline.core.journal); the one the kill may have caught
+    # between its ledger line and its journal line is in the cache and the ledger, not in the table
+    paid = {r["key"][:16] for r in sent if r["job"].endswith(interrupted)}
+    fresh = calls.filter(~pl.col("cache_hit"))["request_id"]
+    assert set(fresh) <= paid and fresh.n_unique() == fresh.len() >= len(paid) - 1
     assert set(calls_of(project / "results/whoisspy")["job"]) == {f"whoisspy/{g}" for g in ids}
     for game in ids:
         assert json.loads((games / f"{game}.json").read_text())["events"][-1]["type"] == "end"

@@ -172,7 +172,9 @@ def test_the_import_command_takes_the_rating_options(tmp_path: Path, capsys) -> 
     assert main(["elimination", "import", str(CORPUS), "--out", str(out), "--passes", "2", "--no-plots",
                  "--ranks", "derived", "--aggregate", "median", "--mu", "3.1", "--show", "3"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == 3 and all("mu_rel=" in line for line in printed)
+    rows, note = printed[:-1], printed[-1]
+    assert len(rows) == 3 and all("mu_rel=" in line and "unsettled" in line for line in rows)
+    assert note.startswith("rankings not settled")  # 2 passes, no bootstrap: no interval is earned
     assert json.loads((out / "import_report.json").read_text())["ranks"] == "derived"
     with pytest.raises(SystemExit):
         main(["elimination", "import", str(CORPUS), "--out", str(out), "--aggregate", "mode"])

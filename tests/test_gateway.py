@@ -65,8 +65,12 @@ def test_server_errors_and_timeouts_are_retried(tmp_path: Path, fake_provider) -
 def test_retries_exhausted_raise_transport_error_naming_entry(tmp_path: Path, fake_provider) -> None:
     fake_provider.default = litellm.InternalServerError(message="down", llm_provider="fake", model="m")
     gateway = gateway_for(tmp_path, [{"name": "m1", "model": "fake/m"}], gateway={"retries": 2})
-    with pytest.raises(TransportError, match="'m1'.*3 attempts.*server"):
+    with pytest.raises(TransportError, match="'m1'.*3 attempts.*server") as info:
         gateway.complete_sync(gateway.models.entry("m1"), MESSAGES, seed=1)
+    # the entry, the model, the kind of error and what to do
+    assert "roster entry 'm1' (model fake/m): gave up after 3 attempts, last error server" in str(info.value)
+    assert "What to do: the provider is failing (5xx)" in str(info.value)
+    assert "rerun the same command to resume: answered requests come from the cache" in str(info.value)
     assert len(fake_provider.calls) == 3
     # nothing was cached: a rerun asks again
     assert not list((tmp_path / "cache").rglob("*.json"))
@@ -81,6 +85,9 @@ def test_auth_error_is_not_retried_and_names_the_env_var(tmp_path: Path, monkeyp
     with pytest.raises(AuthError) as info:
         gateway.complete_sync(gateway.models.entry("gpt-mini"), MESSAGES, seed=1)
     assert "gpt-mini" in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+    assert "(model openai/gpt-mini)" not in str(info.value)  # the model string, not the entry name
+    assert "(model openai/gpt-4o-mini) cannot authenticate (auth)" in str(info.value)
+    assert "check the key in OPENAI_API_KEY" in str(info.value)
     calls = gateway.calls_frame()
     assert calls.height == 1 and calls["error_kind"].to_list() == ["auth"]
 
@@ -115,7 +122,8 @@ def test_api_key_from_named_env_var_reaches_provider_but_not_cache(tmp_path: Pat
 def test_bad_request_is_not_retried(tmp_path: Path, fake_provider) -> None:
     fake_provider.script = [litellm.BadRequestError(message="bad param", model="m", llm_provider="fake")]
     gateway = gateway_for(tmp_path, [{"name": "m1", "model": "fake/m"}])
-    with pytest.raises(RequestError, match="'m1'.*bad param"):
+    with pytest.raises(RequestError, match=r"'m1' \(model fake/m\): request rejected \(bad_request\): .*bad param"
+                       r".*check the entry's model string, sampling and extra in params/models.yaml"):
         gateway.complete_sync(gateway.models.entry("m1"), MESSAGES, seed=1)
     assert len(fake_provider.calls) == 1
 

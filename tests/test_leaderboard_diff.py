@@ -102,8 +102,12 @@ def test_compare_two_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["compare", "alpha", "beta", "--params", str(REPO / "params/leaderboard.yaml"),
                  "--results", str(tmp_path / "results"), "--html", str(html)]) == 0
     out = capsys.readouterr().out
-    assert "| elimination | 10.00 [8.00, 12.00], rank 1 | 5.00 [3.00, 7.50], rank 2 (2–3) | +5.00 | separable |" in out
-    assert "| whoisspy | 30.00 [27.00, 33.00], rank 1 (1–2) | 25.00 [22.00, 28.00], rank 2 (1–3) | +5.00 | not separable |" in out
+    # 2 games each, resamples unknown: not "separable", whatever the mu intervals say
+    assert ("| elimination | 10.00, rank 1 (1–3) unsettled | 5.00, rank 2 (1–3) unsettled | +5.00 | not enough games "
+            "to tell (2 vs 2 games per model, resamples unknown; needs 20+ games per model and 20+ resamples) |") in out
+    assert ("| whoisspy | 30.00 [27.00, 33.00], rank 1 (1–2) | 25.00 [22.00, 28.00], rank 2 (1–3) | +5.00 | "
+            "not separable: rank intervals overlap (50 vs 50 games per model, 100 resamples) |") in out
+    assert "| combined |" in out and "separable (" not in out
     # e1: alpha (P1) wins, beta second; e2: beta (P1) wins, alpha second. w1: beta is the spy and
     # loses; w2: both are winning civilians (even)
     h2h = out.split("## Head to head in shared games")[1].split("## SKATE")[0]

@@ -23,11 +23,15 @@ def write_table(path: Path, rows: list[dict[str, Any]], schema: dict[str, Any]) 
     pl.DataFrame(rows, schema=schema, orient="row").write_parquet(path)
 
 
-def contract_metrics(mus: dict[str, float], ranks: dict[str, tuple[int, int, int]], **extra: dict[str, Any]) -> dict:
+def contract_metrics(mus: dict[str, float], ranks: dict[str, tuple[int, int, int]], *, games: int | None = None,
+                     resamples: int | None = None, **extra: dict[str, Any]) -> dict:
+    """The rating contract's keys; `games`/`resamples` (the evidence behind the intervals) when given."""
+    evidence = {key: value for key, value in (("trueskill_games", games), ("trueskill_resamples", resamples))
+                if value is not None}
     return {
         m: {"trueskill_mu": mu, "trueskill_sigma": 2.0, "trueskill_mu_lo": mu - 3, "trueskill_mu_hi": mu + 3,
             "trueskill_rank": ranks[m][0], "trueskill_rank_lo": ranks[m][1], "trueskill_rank_hi": ranks[m][2],
-            **extra.get(m, {})}
+            **evidence, **extra.get(m, {})}
         for m, mu in mus.items()
     }
 
@@ -173,7 +177,8 @@ def build_results(results: Path) -> Path:
         elimination_game("e1", ["alpha", "beta", "gamma", "alpha"], rounds=3, script_text=SCRIPT),
         elimination_game("e2", ["beta", "alpha", "gamma", "gamma"], rounds=3),
     ]
-    # elimination: the old keys (mu, mu_lo, mu_hi, rank), as the room writes them before the contract
+    # elimination: the old keys (mu, mu_lo, mu_hi, rank), as the room writes them before the contract;
+    # 2 games each and no resamples given: nothing is settled
     write_elimination(results, elimination_games, {
         "alpha": {"mu": 10.0, "sigma": 3.0, "mu_lo": 8.0, "mu_hi": 12.0, "rank": 1, "games": 2, "wins": 1},
         "beta": {"mu": 5.0, "sigma": 3.0, "mu_lo": 3.0, "mu_hi": 7.5, "rank": 2, "games": 2, "wins": 1},
@@ -181,8 +186,9 @@ def build_results(results: Path) -> Path:
     })
     write_whoisspy(results, [whoisspy_game("w1", ["alpha", "beta", "gamma", "alpha"], SCRIPT),
                              whoisspy_game("w2", ["beta", "gamma", "alpha", "beta"])],
+                   # metrics as from a well-sampled run (50 games each, 100 resamples): settled
                    contract_metrics({"alpha": 30.0, "beta": 25.0, "gamma": 20.0},
-                                    {"alpha": (1, 1, 2), "beta": (2, 1, 3), "gamma": (3, 2, 3)},
+                                    {"alpha": (1, 1, 2), "beta": (2, 1, 3), "gamma": (3, 2, 3)}, games=50, resamples=100,
                                     alpha={"points": 110.0}, beta={"points": 100.0}, gamma={"points": 90.0}))
     write_skate(results)
     write_xent(results)

@@ -36,12 +36,17 @@ def test_leaderboard_json_is_flat_numbers_with_intervals(published: Path) -> Non
     for row in board.values():
         assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row.values())
     alpha, gamma = board["alpha"], board["gamma"]
-    # the contract's bootstrap ranks are taken as given
+    # the contract's bootstrap ranks are taken as given when settled (50 games each, 100 resamples)
     assert (alpha["whoisspy_rank"], alpha["whoisspy_rank_lo"], alpha["whoisspy_rank_hi"]) == (1, 1, 2)
-    # elimination gives only mu intervals: beta [3, 7.5] and gamma [-2, 4] overlap, alpha [8, 12] does not
-    assert (board["beta"]["elimination_rank_lo"], board["beta"]["elimination_rank_hi"]) == (2, 3)
-    assert alpha["elimination_not_separable"] == 0 and gamma["elimination_not_separable"] == 1
-    assert alpha["elimination_trueskill_mu_lo"] == 8.0
+    assert alpha["whoisspy_settled"] == 1 and alpha["whoisspy_trueskill_games"] == 50
+    assert alpha["whoisspy_trueskill_resamples"] == 100
+    # elimination gives only mu intervals, from 2 games each and no known resamples: alpha's [8, 12]
+    # lies above the others', but that orders nothing: every rank interval is the whole field
+    assert (board["beta"]["elimination_rank_lo"], board["beta"]["elimination_rank_hi"]) == (1, 3)
+    assert alpha["elimination_not_separable"] == 2 and alpha["elimination_settled"] == 0
+    assert alpha["elimination_trueskill_games"] == 2 and "elimination_trueskill_resamples" not in alpha
+    assert alpha["elimination_trueskill_mu_lo"] == 8.0  # the numbers themselves are kept
+    assert alpha["combined_settled"] == 0
     # gamma did not play xent: no xent keys, and its combined score counts 3 benchmarks
     assert not any(k.startswith("xent_") for k in gamma) and gamma["combined_benchmarks"] == 3
     assert alpha["combined_rank"] == 1 and alpha["combined_score"] == 100.0
@@ -66,8 +71,26 @@ def test_version_stamp_names_version_and_input_hashes(published: Path) -> None:
 
 def test_markdown_shows_rank_intervals_and_not_separable(published: Path) -> None:
     text = (published / "leaderboard.md").read_text()
-    assert "| 2 (2–3) | beta | 5.00 [3.00, 7.50] | 3.00 | gamma |" in text
+    # settled: the interval as given, with its mu interval
+    assert "| 2 (1–3) | beta | 25.00 [22.00, 28.00] | 2.00 | 50 | alpha, gamma |" in text
     assert "not separable from" in text
+
+
+def test_a_two_game_field_is_shown_unsettled(published: Path) -> None:
+    text = (published / "leaderboard.md").read_text()
+    banner = text.split("## Combined")[0]
+    assert "**Rankings not settled: a rank interval counts only from a bootstrap of at least 20 resamples" in banner
+    assert "elimination (3 of 3 models; 2 games per model, resamples unknown)" in banner
+    elimination = text.split("## elimination")[1].split("## ")[0]
+    assert "Rankings not settled for 3 of 3 models" in elimination
+    # no zero-width interval, no mu interval, nothing separable: the whole field, marked
+    assert "| 1 (1–3) unsettled | alpha | 10.00 | 3.00 | 2 | beta, gamma |" in elimination
+    combined = text.split("## Combined")[1].split("## ")[0]
+    assert "| 1 (1–3) unsettled | alpha |" in combined
+    index = (published / "site" / "index.html").read_text()
+    assert "Rankings not settled" in index and "unsettled" in index
+    page = (published / "site" / "elimination" / "index.html").read_text()
+    assert "1 (1–3) unsettled" in page and "Rankings not settled for 3 of 3 models" in page
 
 
 def test_site_has_no_external_resources_and_escapes_model_text(published: Path) -> None:

@@ -20,8 +20,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_the_shipped_roster_is_valid() -> None:
     models = load_models(REPO / "params" / "models.yaml")
-    assert [e.name for e in models.roster][:2] == ["gemma-270m", "random-bot"]
-    assert models.entry("gemma-270m").provider == "local"
+    assert [e.name for e in models.roster][:2] == ["smollm2-135m", "random-bot"]
+    assert models.entry("smollm2-135m").provider == "local"
     assert models.limits_for("local").max_concurrency == 1
     assert models.limits_for("openai") == models.providers["default"]
 

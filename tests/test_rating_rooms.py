@@ -78,11 +78,20 @@ def test_elimination_leaderboard_and_metrics_carry_rank_intervals() -> None:
         assert_contract(entry, with_intervals=True)
         assert entry["mu"] == entry["trueskill_mu"] and entry["rank"] == entry["trueskill_rank"]  # old keys kept
 
+    # 20 resamples: a model's interval is settled exactly when it played 20 rated games or more
+    assert board["settled"].to_list() == (board["rated_games"] >= 20).to_list()
+    assert board["resamples"].to_list() == [20] * board.height
+    assert metrics["ace"]["trueskill_games"] == 40 and metrics["ace"]["trueskill_resamples"] == 20
+
     no_boot = leaderboard(rate(final_ranks, settings, bootstrap=0), final_ranks)
     LeaderboardSchema.validate(no_boot)
-    assert no_boot["rank_lo"].equals(no_boot["rank"].alias("rank_lo"))
+    # no bootstrap: the rank interval is the whole field, not the point rank
+    assert no_boot["rank_lo"].to_list() == [1] * no_boot.height
+    assert no_boot["rank_hi"].to_list() == [no_boot.height] * no_boot.height
+    assert not no_boot["settled"].any()
     metrics = elimination_metrics.metrics_json(no_boot, pl.DataFrame({"model": []}, schema={"model": pl.String}))
     assert_contract(metrics["ace"], with_intervals=False)
+    assert metrics["ace"]["trueskill_resamples"] == 0
 
 
 def skate_pcorrect(questions: int = 24) -> pl.DataFrame:
@@ -123,7 +132,7 @@ def test_whoisspy_leaderboard_and_metrics_carry_rank_intervals(tmp_path: Path) -
     events = rating_events(tables["games"], tables["seats"], "baseline")
     table, intervals = whoisspy_ratings(events, WhoIsSpyRating(passes=2, bootstrap_resamples=10), seed=0)
     assert table.columns == ["player", "mu", "sigma", "mu_sd", "events", "passes"]  # core RatingsSchema
-    assert intervals.columns == ["player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi"]
+    assert intervals.columns == ["player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "resamples", "settled"]
     board = WhoIsSpyLeaderboardSchema.validate(whoisspy_leaderboard(tables["seats"], "baseline", table, intervals))
     metrics = whoisspy_metrics_json(board, variants_table(tables["seats"]), "baseline")
     assert set(metrics) == {"heuristic-bot", "random-bot"}
@@ -132,3 +141,8 @@ def test_whoisspy_leaderboard_and_metrics_carry_rank_intervals(tmp_path: Path) -
         assert "rank" in entry and "points" in entry  # the points rank stays
     ranks = sorted(entry["trueskill_rank"] for entry in metrics.values())
     assert ranks == [1, 2]
+    # 10 resamples over a few games: not settled, so each rank interval is the whole field
+    assert not board["trueskill_settled"].any()
+    for entry in metrics.values():
+        assert (entry["trueskill_rank_lo"], entry["trueskill_rank_hi"]) == (1, 2)
+        assert entry["trueskill_resamples"] == 10 and entry["trueskill_games"] >= 1

@@ -18,6 +18,7 @@ from pipeline.core.rating import (
 
 COLUMNS = [
     "player", "mu", "sigma", "mu_sd", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "events",
+    "resamples", "settled",
 ]
 
 
@@ -82,13 +83,15 @@ def test_mu_interval_agrees_with_bootstrap_intervals() -> None:
         assert row["mu_hi"] == pytest.approx(max(row["mu_hi_boot"], row["mu"]), abs=1e-12)
 
 
-def test_no_resamples_gives_point_ranks_and_null_mu_intervals() -> None:
+def test_no_resamples_gives_the_whole_field_and_null_mu_intervals() -> None:
     events = dominant_corpus(5, n_games=20)
     got = rating_summary(events, PARAMS, passes=2, seed=0, resamples=0)
     assert got["mu_lo"].null_count() == got.height
     assert got["mu_hi"].null_count() == got.height
-    assert got["rank_lo"].equals(got["rank"].alias("rank_lo"))
-    assert got["rank_hi"].equals(got["rank"].alias("rank_hi"))
+    # no bootstrap: nothing narrower than the whole field is known
+    assert got["rank_lo"].to_list() == [1] * got.height
+    assert got["rank_hi"].to_list() == [got.height] * got.height
+    assert not got["settled"].any() and got["resamples"].to_list() == [0] * got.height
 
 
 def test_player_absent_from_every_resample_gets_an_open_rank_interval() -> None:

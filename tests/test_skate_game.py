@@ -150,7 +150,7 @@ def test_schedule_ids_are_content_addressed() -> None:
 
 
 def test_names_missing_from_the_roster_stop_with_the_file_and_the_fix() -> None:
-    with pytest.raises(ParamsError, match=r"params/skate.yaml: answer_only: 'ghost' is not in the roster"):
+    with pytest.raises(ParamsError, match=r"params/skate.yaml: answer_only\[0\]: 'ghost' is not a roster name in"):
         build_schedule(skate_params(answer_only=["ghost"]), models_params(BOTS))
 
 

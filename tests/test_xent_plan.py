@@ -61,7 +61,7 @@ def rows(context: PlanContext, found: list[tuple[str, PlannedJob, Any]]) -> dict
 
 def test_demo_games_are_counted_from_their_programs() -> None:
     params = load_xent(REPO / "params/xent.yaml")
-    schedule = build_schedule(params, models_params(ROSTER + [{"name": "gemma-270m", "model": "local/gemma-3-270m"}]))
+    schedule = build_schedule(params, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
     condense = game_work(schedule.games["condense"], schedule.maps["condense"], params.rounds, params)
     (move,) = condense.moves["black"]  # one elicit(x, 10) a round
     assert move.calls == params.maps_per_game * params.rounds and condense.reasks["black"] == 0
@@ -76,7 +76,7 @@ def test_demo_games_are_counted_from_their_programs() -> None:
 
 def test_the_per_map_conversation_grows_the_prompts_of_later_rounds() -> None:
     params = load_xent(REPO / "params/xent.yaml")
-    game = build_schedule(params, models_params(ROSTER + [{"name": "gemma-270m", "model": "local/gemma-3-270m"}]))
+    game = build_schedule(params, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
     maps = game.maps["condense"]
     one = game_work(game.games["condense"], maps, 1, params).moves["black"][0]
     five = game_work(game.games["condense"], maps, 5, params).moves["black"][0]

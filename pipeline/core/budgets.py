@@ -174,4 +174,7 @@ def empty_at_limit_counts(calls: Any) -> dict[str, int]:
     if "finish_reason" not in calls.columns or calls.is_empty():
         return {}
     starved = calls.filter((pl.col("finish_reason") == "length") & (pl.col("error_kind") == "empty"))
+    # one answer counted once: a calls table also holds a killed run's attempts, and the rerun's
+    # cache hit of the same answer is another row of the same request
+    starved = starved.unique(subset=["job", "roster_name", "request_id"], keep="first")
     return {row["roster_name"]: int(row["len"]) for row in starved.group_by("roster_name").len().iter_rows(named=True)}

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.budgets import planned_reply_tokens
-from pipeline.core.plan import CallEstimate, PlannedJob
+from pipeline.core.plan import NO_MODEL, CallEstimate, PlannedJob
 from pipeline.core.roster import ModelsParams, RosterEntry
 
 
@@ -170,16 +170,23 @@ def seat_estimates(
 
 
 def shard_estimates(job: PlannedJob, context: PlanContext, room: str, seats_by_game: Mapping[str, Any],
-                    per_game: Estimator) -> list[CallEstimate]:
-    """A shard job's requests: its games, split as the rules split them (pipeline.core.shards), each
-    estimated as its own game job, added up per model."""
-    from pipeline.core.shards import jobs_for_games
+                    per_game: Estimator, done: Callable[[str], bool] | None = None) -> list[CallEstimate]:
+    """A shard job's requests: its games not yet done, split as the rules split them
+    (pipeline.core.shards), each estimated as its own game job, added up per model.
+
+    A resumed shard skips every game whose outputs are complete (`done`; by default the shards'
+    own rule, `pipeline.core.shards.game_done`, on results/<room>/games), so the plan counts only
+    the games it will play: a half-finished run is planned as what is left of it."""
+    from pipeline.core.shards import game_done, jobs_for_games
 
     shards = context.once(f"{room}-shards",
                           lambda: jobs_for_games(dict(seats_by_game), context.path(context.models_path))[1])
-    estimates = [e for game_id in shards.get(job.wildcards["shard_id"], [])
+    games = context.path(f"results/{room}/games")
+    finished = done or (lambda game_id: game_done(games, game_id))
+    estimates = [e for game_id in shards.get(job.wildcards["shard_id"], []) if not finished(game_id)
                  for e in per_game(dataclasses.replace(job, wildcards={"game_id": game_id}), context)]
-    return summed(estimates)
+    # every game done (a run killed before the marker): the job still runs, and asks nothing
+    return summed(estimates) or [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
 
 
 def summed(estimates: list[CallEstimate]) -> list[CallEstimate]:

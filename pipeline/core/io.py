@@ -63,7 +63,13 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # a killed process stays a zombie until its new parent reaps it (in a container, pid 1 may
+    # take its time): it writes nothing any more, so its temp files are stale
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _pause_before_rename(target: Path) -> None:

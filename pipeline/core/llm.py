@@ -32,6 +32,8 @@ from pipeline.core.budget import LEDGER_NAME, SpendLedger, budget_message
 from pipeline.core.budgets import budget_params, reply_budget
 from pipeline.core.faults import TRANSPORT_FAULTS, corrupt_reply, draw_fault, effective_faults, transport_exception
 from pipeline.core.io import atomic_open, content_id
+from pipeline.core.journal import append_attempt, earlier_attempts, is_provider_attempt, journal_path, new_run_id
+from pipeline.core.journal import settle as settle_journal
 from pipeline.core.progress import count_call
 from pipeline.core.ratelimit import (
     STORE_NAME,
@@ -63,9 +65,28 @@ def _litellm() -> Any:
 
 Message = Mapping[str, str]
 
-#: error kinds written to the calls table
-TRANSPORT_KINDS = ("timeout", "rate_limit", "server", "connection")
+#: what a provider sent instead of an answer (the request itself was fine): a connection closed
+#: before the whole reply arrived, a body that is no chat completion (cut or invalid JSON, a choice
+#: without a message), a completion with no choice at all. Retried like transport errors; never a move.
+PROVIDER_FAULT_KINDS = ("connection_closed", "malformed_body", "empty_choices")
+#: error kinds written to the calls table; the transport kinds are retried and never become moves
+TRANSPORT_KINDS = ("timeout", "rate_limit", "server", "connection", *PROVIDER_FAULT_KINDS)
 ERROR_KINDS = (*TRANSPORT_KINDS, "auth", "bad_request", "empty")
+
+#: what to do when a request gives up on each kind of error (the end of its TransportError message)
+GIVE_UP_ADVICE = {
+    "timeout": "the provider answered nothing within gateway.timeout_s; raise it for a slow model, or rerun later",
+    "rate_limit": "the provider refused every request for gateway.rate_limit_patience_s; check the account's "
+                  "limits and lower providers.<prefix>.rpm/tpm in params/models.yaml",
+    "server": "the provider is failing (5xx); check its status page, or raise gateway.retries to ride out an outage",
+    "connection": "the provider could not be reached; check the network and the entry's api_base",
+    "connection_closed": "the provider kept closing the connection mid-reply; check the network, a proxy in "
+                         "between, or the provider's status page",
+    "malformed_body": "the provider kept sending bodies that are no chat completion; check the entry's api_base "
+                      "points at an OpenAI-compatible endpoint (not a proxy's error page)",
+    "empty_choices": "the provider kept answering with no choice at all (often a content filter on the prompt); "
+                     "check the provider's filter settings for this model",
+}
 
 
 class GatewayError(RuntimeError):
@@ -89,8 +110,90 @@ class BudgetExceeded(GatewayError):
     was started. The job fails; raise the budget and rerun to resume from the cache."""
 
 
+class ProviderFault(Exception):
+    """A provider reply that is no usable answer (`kind`: one of PROVIDER_FAULT_KINDS), raised while
+    turning a response into an answer; classified and retried like a transport error."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what it was raised from or during, outermost first (cycles cut)."""
+    links: list[BaseException] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(links) < 32:
+        links.append(current)
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return links
+
+
+#: words of litellm's own messages for a 200 whose body is no chat completion (litellm 1.106:
+#: a non-object JSON or HTML body, `choices` not a list, a choice without a message)
+_MALFORMED_WORDS = ("empty or invalid response from llm endpoint", "invalid response object",
+                    "that is not a list")
+
+
+def _kind_from_chain(exc: BaseException) -> str | None:
+    """The kind behind a litellm exception that its class does not tell (a provider fault, a timeout,
+    a connection never made), or None when the provider answered with an HTTP status (the status
+    decides) or nothing in the chain says.
+
+    litellm 1.106 (openai/ models over httpx on aiohttp) raises InternalServerError with status 500 for
+    all of these, whatever really happened, so the cause chain decides:
+    - a JSON body cut short or empty: json.JSONDecodeError ("Unterminated string...", "Expecting value");
+    - a body that is JSON but no completion: litellm's own messages (_MALFORMED_WORDS);
+    - a connection closed before the whole reply: openai.APIConnectionError ("Connection error.") from
+      httpx.ReadError / RemoteProtocolError (aiohttp: ClientPayloadError, ServerDisconnectedError);
+    - a connection never made (refused, DNS): httpx.ConnectError: the `connection` kind;
+    - a read that waited past the timeout: httpx.TimeoutException / openai.APITimeoutError (litellm
+      raises its Timeout for these itself; the chain catches a wrapper that does not).
+    """
+    import httpx
+    import openai
+
+    links = _chain(exc)
+    # a real HTTP error status from the provider: httpx's or the SDK's own status error in the chain
+    # (litellm's exceptions subclass the SDK's and claim a status of their own, so they do not count)
+    if any(isinstance(link, httpx.HTTPStatusError)
+           or isinstance(link, openai.APIStatusError) and type(link).__module__.split(".")[0] == "openai"
+           for link in links):
+        return None
+    for link in links:
+        if isinstance(link, ProviderFault):
+            return link.kind
+    if any(isinstance(link, (httpx.TimeoutException, openai.APITimeoutError)) for link in links):
+        return "timeout"
+    if any(isinstance(link, (httpx.ConnectError, ConnectionRefusedError)) for link in links):
+        return "connection"
+    if any(isinstance(link, json.JSONDecodeError) for link in links):
+        return "malformed_body"
+    dropped: tuple[type[BaseException], ...] = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
+                                                ConnectionResetError, BrokenPipeError)
+    try:
+        import aiohttp
+
+        dropped += (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
+    except ImportError:  # pragma: no cover - litellm installs it
+        pass
+    if any(isinstance(link, dropped) for link in links):
+        return "connection_closed"
+    text = " ".join(str(link) for link in links).lower()
+    if any(words in text for words in _MALFORMED_WORDS):
+        return "malformed_body"
+    if any(isinstance(link, openai.APIConnectionError) for link in links):
+        return "connection"  # the SDK says the connection failed, and nothing more
+    return None
+
+
 def classify_error(exc: BaseException) -> str:
-    """Map a litellm exception to an error kind of the calls table."""
+    """Map a litellm exception (or a ProviderFault of the gateway's own reading) to an error kind of
+    the calls table."""
+    if isinstance(exc, ProviderFault):
+        return exc.kind
     litellm = _litellm()
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
         return "auth"
@@ -98,6 +201,9 @@ def classify_error(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, litellm.RateLimitError):
         return "rate_limit"
+    found = _kind_from_chain(exc)
+    if found is not None:
+        return found
     if isinstance(
         exc,
         (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError),
@@ -129,11 +235,36 @@ def key_env_names(model: str) -> list[str]:
 
 def auth_message(entry: RosterEntry, variables: Sequence[str], detail: str = "") -> str:
     names = " or ".join(variables)
-    text = (
-        f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate: "
-        f"set the environment variable {names} (export {variables[0]}=...) and rerun"
+    if not detail:
+        return (
+            f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): "
+            f"set the environment variable {names} (export {variables[0]}=...) and rerun"
+        )
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): the provider "
+        f"rejected the key; check the key in {names} (export {variables[0]}=...) and rerun: answered "
+        f"requests come from the cache. Provider said: {detail}"
     )
-    return f"{text}. Provider said: {detail}" if detail else text
+
+
+def request_message(entry: RosterEntry, detail: str) -> str:
+    """A request the provider rejects itself: retrying it unchanged cannot help."""
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}): request rejected (bad_request): {detail}. "
+        "The provider refuses this request itself, so a rerun would send it again unchanged: check the "
+        "entry's model string, sampling and extra in params/models.yaml (and that the prompt fits the "
+        "model's context), then rerun: answered requests come from the cache."
+    )
+
+
+def give_up_message(entry: RosterEntry, attempt: int, kind: str, detail: str) -> str:
+    """A request that failed on every attempt: which entry, which kind of error, what to do."""
+    advice = GIVE_UP_ADVICE.get(kind, "check the provider")
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}): gave up after {attempt} attempts, last error "
+        f"{kind}: {detail}. What to do: {advice}. Then rerun the same command to resume: answered "
+        "requests come from the cache."
+    )
 
 
 @dataclass(frozen=True)
@@ -301,18 +432,45 @@ class _ProviderGate:
 
 @dataclass
 class CallLog:
-    """Rows of the calls table for one job; bots write here too (cost 0)."""
+    """Rows of the calls table for one job; bots write here too (cost 0).
+
+    Each provider attempt is also appended, as it happens, to the job's journal (`journal`,
+    pipeline.core.journal), so a failed or killed run's attempts reach the job's table when a
+    later run writes it (`job_frame`)."""
 
     job: str
     rows: list[CallRecord] = field(default_factory=list)
+    journal: Path | None = None  # None: nothing journaled (a job without a name)
+    run: str = field(default_factory=new_run_id)  # this session's name in the journal
 
     def add(self, record: CallRecord) -> None:
         self.rows.append(record)
+        if self.journal is None or not is_provider_attempt(record.cache_hit, record.model):
+            return
+        try:
+            append_attempt(self.journal, self.run, asdict(record))
+        except OSError as exc:  # bookkeeping never stops a game; the table at the end still has the row
+            log.warning("calls journal %s not written (%s); this run's attempts reach its calls table only "
+                        "if the job ends", self.journal, exc)
+            self.journal = None
 
     def frame(self) -> pl.DataFrame:
+        """This session's rows."""
         from pipeline.core.schemas import CallsSchema, calls_frame
 
         return CallsSchema.validate(calls_frame([asdict(r) for r in self.rows]))
+
+    def job_frame(self) -> pl.DataFrame:
+        """The job's calls table: the attempts earlier runs journaled and never settled (failed or
+        killed runs of this job), then this session's rows."""
+        from pipeline.core.schemas import CallsSchema, calls_frame
+
+        earlier = earlier_attempts(self.journal, self.run, tuple(CallRecord.__dataclass_fields__))
+        return CallsSchema.validate(calls_frame([*earlier, *(asdict(r) for r in self.rows)]))
+
+    def settle(self) -> None:
+        """The job's table is written: its journal is no longer needed."""
+        settle_journal(self.journal)
 
 
 def _usage(response: Any) -> tuple[int, int]:
@@ -426,6 +584,38 @@ def supports_top_logprobs(entry: RosterEntry) -> bool | None:
     return "top_logprobs" in supported
 
 
+def read_answer(response: Any) -> tuple[Any, str, str]:
+    """(the first choice, its text, its finish_reason) of a reply, or ProviderFault when the reply
+    holds no answer: `empty_choices` (no choice at all), `malformed_body` (a choice without a message
+    object, a content that is not text, anything else this cannot read).
+
+    A message whose content is null or missing is an answer: the model said nothing (a reasoning
+    model whose hidden reasoning spent the cap gives content null with finish_reason "length"); it is
+    recorded as the `empty` reply and becomes the move, as a provider's empty string does.
+    """
+    try:
+        choices = getattr(response, "choices", None)
+        if choices is None and isinstance(response, Mapping):
+            choices = response.get("choices")
+        if choices is None or isinstance(choices, (str, bytes)) or not isinstance(choices, Sequence):
+            raise ProviderFault("malformed_body", f"the reply has no list of choices ({type(choices).__name__})")
+        if len(choices) == 0:
+            raise ProviderFault("empty_choices", "the provider answered with `choices: []` (no answer)")
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, Mapping) else getattr(choice, "message", None)
+        if message is None:
+            raise ProviderFault("malformed_body", "the first choice has no message object")
+        content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+        if content is not None and not isinstance(content, str):
+            raise ProviderFault("malformed_body", f"the message content is {type(content).__name__}, not text")
+        finish = choice.get("finish_reason") if isinstance(choice, Mapping) else getattr(choice, "finish_reason", None)
+        return choice, content or "", str(finish or "stop")
+    except ProviderFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever cannot be read is no answer
+        raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
+
+
 def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) -> Completion:
     lps = entry.get("logprobs")
     return Completion(
@@ -463,7 +653,7 @@ class Gateway:
         directory = Path(cache_dir) if cache_dir is not None else Path(root) / self.settings.cache_dir
         self.cache = ResponseCache(directory)
         self.read_cache = read_cache  # False: always ask the provider (answers are still stored)
-        self.log = CallLog(job=job)
+        self.log = CallLog(job=job, journal=journal_path(directory, job))  # journal: beside the cache
         self.faults = effective_faults(self.settings.faults)
         ledger = Path(root) / self.settings.ledger if self.settings.ledger else directory / LEDGER_NAME
         self.ledger = SpendLedger(ledger)
@@ -544,7 +734,7 @@ class Gateway:
             try:
                 await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
             except _litellm().BadRequestError as exc:
-                raise RequestError(f"roster entry {entry.name!r}: {_short(exc)}") from None
+                raise RequestError(request_message(entry, _short(exc))) from None
         attempt = 0
         first_refusal: float | None = None  # when this request first met a 429
         tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), reply_cap(params))
@@ -554,7 +744,7 @@ class Gateway:
             attempt += 1
             sent = without_refused(params, refused)
             async with self._admitted(entry, tokens_guess) as admission:
-                self._check_budget()
+                self._check_budget(entry)
                 fault = draw_fault(self.faults, key, attempt) if self.faults.active else None
                 started = time.monotonic()
                 try:
@@ -572,6 +762,11 @@ class Gateway:
                         **entry.extra,
                         **auth_kwargs,
                     )
+                    latency = time.monotonic() - started
+                    # inside the try: a reply that is no answer is classified and retried, never raw
+                    dropped = sorted(set(params) & refused | ({"seed"} & refused if seed is not None else set()))
+                    stored, spent = self._answer_entry(entry, key, response, fault, params, top_logprobs, latency,
+                                                       dropped)
                 except Exception as exc:  # noqa: BLE001 - classified below
                     latency = time.monotonic() - started
                     kind = classify_error(exc)
@@ -591,29 +786,21 @@ class Gateway:
                         refused |= newly
                         continue
                     if kind not in TRANSPORT_KINDS:
-                        raise RequestError(
-                            f"roster entry {entry.name!r} (model {entry.model}): request rejected: {_short(exc)}"
-                        ) from None
+                        raise RequestError(request_message(entry, _short(exc))) from None
                     retry_after = retry_after_s(exc)
                     if kind == "rate_limit":
                         admission.outcome, admission.retry_after_s = "rate_limit", retry_after
                         first_refusal = first_refusal or time.time()
                     if await self._give_up(entry, kind, attempt, first_refusal):
-                        raise TransportError(
-                            f"roster entry {entry.name!r} (model {entry.model}): gave up after "
-                            f"{attempt} attempts, last error {kind}: {_short(exc)}. Rerun to resume; "
-                            "answered requests come from the cache."
-                        ) from None
+                        raise TransportError(give_up_message(entry, attempt, kind, _short(exc))) from None
                     delay = max(self._backoff(attempt), retry_after or 0.0, 0.05 if kind == "rate_limit" else 0.0)
                 else:
-                    latency = time.monotonic() - started
                     admission.outcome = "ok"
-                    admission.tokens = sum(_usage(response)) or None
+                    admission.tokens = (stored["tokens_in"] + stored["tokens_out"]) or None
                     # recorded before the slot is given back: a request waiting for it checks the
-                    # budget against a ledger that already holds this answer's spend
-                    dropped = sorted(set(params) & refused | ({"seed"} & refused if seed is not None else set()))
-                    stored = await self._store_answer(entry, key, response, fault, params, top_logprobs, latency,
-                                                      dropped)
+                    # budget against a ledger that already holds this answer's spend. On a worker
+                    # thread: both writes fsync, which would stall every other game on this loop.
+                    await asyncio.to_thread(self._persist, key, stored, spent)
                     break
             log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
             await asyncio.sleep(delay)
@@ -623,18 +810,29 @@ class Gateway:
         self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
         return completion
 
-    async def _store_answer(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
-                            params: dict[str, Any], top_logprobs: Any, latency: float,
-                            dropped: Sequence[str] = ()) -> dict[str, Any]:
-        """The answer as the cache keeps it, written to the cache and its spend to the ledger."""
-        choice = response.choices[0]
-        text = getattr(choice.message, "content", None) or ""
-        finish_reason = getattr(choice, "finish_reason", None) or "stop"
+    def _answer_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
+                      params: dict[str, Any], top_logprobs: Any, latency: float,
+                      dropped: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the answer as the cache keeps it, its spend-ledger line) of a provider's reply; a reply
+        that holds no answer, or anything in it that cannot be read, raises ProviderFault."""
+        try:
+            return self._read_entry(entry, key, response, fault, params, top_logprobs, latency, dropped)
+        except ProviderFault:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an unreadable reply is no answer: retried, never raw
+            raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
+
+    def _read_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
+                    params: dict[str, Any], top_logprobs: Any, latency: float,
+                    dropped: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        choice, text, finish_reason = read_answer(response)
         if fault is not None:  # a content fault: this is what the model "said"
             text, finish_reason = corrupt_reply(fault, text, key, reply_cap(params) or None)
         tokens_in, tokens_out = _usage(response)
+        if tokens_in < 0 or tokens_out < 0:
+            raise ProviderFault("malformed_body", f"negative token counts in usage ({tokens_in}, {tokens_out})")
         reasoning = _reasoning_tokens(response)
-        stored = {
+        stored: dict[str, Any] = {
             "model": entry.model,
             "text": text,
             "finish_reason": finish_reason,
@@ -655,9 +853,7 @@ class Gateway:
             "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
             "tokens_reasoning": reasoning,
         }
-        # on a worker thread: both writes fsync, which would stall every other game on this loop
-        await asyncio.to_thread(self._persist, key, stored, spent)
-        return stored
+        return stored, spent
 
     def _admitted(self, entry: RosterEntry, tokens: int) -> AbstractAsyncContextManager[Admission]:
         """Wait until the provider's limits allow one more request to start."""
@@ -692,13 +888,16 @@ class Gateway:
         # after the cache: a kill between the two loses a ledger line, never a paid answer
         self.ledger.append(spent)
 
-    def _check_budget(self) -> None:
+    def _check_budget(self, entry: RosterEntry | None = None) -> None:
         budget = self.settings.budget_usd
         if budget is None:
             return
         spent = self.ledger.total_usd()
         if spent >= budget:
-            raise BudgetExceeded(budget_message(spent, budget, self.ledger.path))
+            text = budget_message(spent, budget, self.ledger.path)
+            if entry is not None:  # which request stopped (kind: budget), after the message the CLI shows
+                text += f" Stopped before a request of roster entry {entry.name!r} (model {entry.model}) (budget)."
+            raise BudgetExceeded(text)
 
     def _backoff(self, attempt: int) -> float:
         base = self.settings.backoff_base_s * (2 ** (attempt - 1))
@@ -750,12 +949,16 @@ class Gateway:
         )
 
     def calls_frame(self) -> pl.DataFrame:
+        """This gateway's calls (this run of the job)."""
         return self.log.frame()
 
     def write_calls(self, path: str | os.PathLike[str]) -> None:
+        """The job's calls table: every attempt, those of its earlier failed or killed runs first
+        (journaled as they happened), then this run's; the journal is then settled."""
         from pipeline.core.schemas import CallsSchema, write_table
 
-        write_table(path, self.calls_frame(), CallsSchema)
+        write_table(path, self.log.job_frame(), CallsSchema)
+        self.log.settle()
 
     def complete_sync(self, entry: RosterEntry, messages: Sequence[Message], **kwargs: Any) -> Completion:
         return asyncio.run(self.complete(entry, messages, **kwargs))

@@ -14,15 +14,26 @@ below that need the reply is empty with `finish_reason: "length"`; usage reports
 `completion_tokens_details.reasoning_tokens`; they refuse `logprobs`, a temperature other than 1,
 and `max_tokens` when `strict_reasoning_params` is set (as OpenAI's o-series does). Other models
 are chat models whose replies are cut at the cap (one token a word here) with `finish_reason: "length"`.
+
+`faults` (a FaultMix) makes it a flaky provider: HTTP 500s, 503s with `Retry-After`, stalls longer
+than the client waits, bodies cut mid-JSON, `choices: []`, and connections closed mid-reply (the
+headers and part of the body sent, then the socket closed). Each request draws its fault from the
+mix's seed, the request body and how many times the server has seen that very body before (arrival
+order across bodies is up to the client's concurrency, so it must not decide), so a rerun of the
+same requests meets the same faults. Every request is logged (`log`) with its fault and outcome;
+`answered_keys()` lists the bodies the server answered with a whole 200 completion, one entry per
+delivery, so a test can check that no request was answered twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +43,78 @@ Reply = Callable[[Sequence[dict[str, Any]]], str]
 
 def echo_reply(messages: Sequence[dict[str, Any]]) -> str:
     return "ok"
+
+
+#: the faults a FaultMix draws from, in drawing order
+FAULTS = ("server_error", "unavailable", "stall", "malformed_json", "empty_choices", "connection_closed",
+          "no_message", "html_body", "empty_body")
+
+
+@dataclass(frozen=True)
+class FaultMix:
+    """Probabilities per request of each provider fault (they add up to at most 1), and their sizes."""
+
+    seed: int = 0
+    server_error: float = 0.0  # HTTP 500 with an error body
+    unavailable: float = 0.0  # HTTP 503 with Retry-After (and retry-after-ms)
+    stall: float = 0.0  # nothing for stall_s, then the answer (if the client still waits)
+    malformed_json: float = 0.0  # HTTP 200 whose body is a completion cut in the middle of its JSON
+    empty_choices: float = 0.0  # HTTP 200 with `choices: []`
+    connection_closed: float = 0.0  # headers and part of the body, then the connection closed
+    no_message: float = 0.0  # HTTP 200 whose choice has no message object
+    html_body: float = 0.0  # HTTP 200 with a proxy's HTML error page instead of JSON
+    empty_body: float = 0.0  # HTTP 200 with nothing in the body
+    stall_s: float = 40.0
+    retry_after_s: float = 1.0
+    # only the first n arrivals of each body draw a fault, later ones are answered (None: every
+    # arrival draws): with a probability of 1, n = 1 faults each request's first attempt exactly
+    faulty_repeats: int | None = None
+
+    def __post_init__(self) -> None:
+        total = sum(getattr(self, name) for name in FAULTS)
+        if any(getattr(self, name) < 0 for name in FAULTS) or total > 1.0 + 1e-9:
+            raise ValueError(f"fault probabilities must be >= 0 and add up to at most 1 (they add up to {total:g})")
+
+    @classmethod
+    def flaky_provider(cls, *, seed: int = 0, stall_s: float = 40.0, retry_after_s: float = 1.0) -> FaultMix:
+        """A provider on a bad day: 10% 500s, 5% 503s, 5% stalls, 3% cut JSON, 2% empty choices,
+        2% connections closed mid-reply (27% of requests faulted)."""
+        return cls(seed=seed, server_error=0.10, unavailable=0.05, stall=0.05, malformed_json=0.03,
+                   empty_choices=0.02, connection_closed=0.02, stall_s=stall_s, retry_after_s=retry_after_s)
+
+    @property
+    def rate(self) -> float:
+        return sum(getattr(self, name) for name in FAULTS)
+
+    def draw(self, body_key: str, seen_before: int) -> str | None:
+        """The fault of the `seen_before`-th repeat of the body `body_key` (None: a clean answer)."""
+        if self.faulty_repeats is not None and seen_before >= self.faulty_repeats:
+            return None
+        digest = hashlib.sha256(f"{self.seed}:{body_key}:{seen_before}".encode()).digest()
+        u = int.from_bytes(digest[:8], "big") / 2.0**64
+        edge = 0.0
+        for name in FAULTS:
+            edge += getattr(self, name)
+            if u < edge:
+                return name
+        return None
+
+
+def body_key(body: Any) -> str:
+    """A request body's identity: sha256 of its canonical JSON (the same request sent again: the same key)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Served:
+    """One request as the server saw it: its body key, the how-many-th time that body came, the
+    fault drawn, and the outcome: `answered` (a whole 200 completion delivered), `rejected` (429),
+    `refused` (400), `fault` (the fault was served), `abandoned` (the client left before the answer)."""
+
+    key: str
+    repeat: int
+    fault: str | None
+    outcome: str
 
 
 @dataclass
@@ -62,6 +145,7 @@ class LoopbackServer:
         retry_after: bool = True,
         reasoning: dict[str, int] | None = None,
         strict_reasoning_params: bool = True,
+        faults: FaultMix | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.uncounted = uncounted  # a request whose last message is exactly this is answered, not counted
@@ -73,7 +157,10 @@ class LoopbackServer:
         self.retry_after = retry_after
         self.reasoning = dict(reasoning or {})  # model name -> hidden reasoning tokens per answer
         self.strict_reasoning_params = strict_reasoning_params
+        self.faults = faults
         self.requests: list[dict[str, Any]] = []  # every accepted request body, in arrival order
+        self.log: list[Served] = []  # every request (warm-ups aside) with its fault and outcome
+        self._repeats: Counter[str] = Counter()  # per body key: how many times it came so far
         self.stats = ServerStats()
         self._window: deque[float] = deque()
         self._in_flight = 0
@@ -110,12 +197,16 @@ class LoopbackServer:
         body = await request.json()
         messages = body.get("messages") or []
         if messages and messages[-1].get("content") == self.uncounted:
-            return web.json_response(self._answer(body, messages, "ok"))
+            return await self._deliver(request, self._answer(body, messages, "ok"), None)
+        key = body_key(body)
+        repeat = self._repeats[key]
+        self._repeats[key] += 1
         now = time.monotonic()
         wait = self._admit(now)
         self.stats.arrivals.append((now, 200 if wait is None else 429))
         if wait is not None:
             self.stats.rejected += 1
+            self.log.append(Served(key, repeat, None, "rejected"))
             headers = {"Retry-After": str(max(1, math.ceil(wait)))} if self.retry_after else {}
             return web.json_response(
                 {"error": {"message": "rate limit exceeded", "type": "rate_limit_error", "code": "rate_limit"}},
@@ -124,19 +215,103 @@ class LoopbackServer:
         self.requests.append(body)
         refusal = self._refusal(body)
         if refusal is not None:
+            self.log.append(Served(key, repeat, None, "refused"))
             return web.json_response(
                 {"error": {"message": refusal, "type": "invalid_request_error", "code": "unsupported_parameter"}},
                 status=400,
             )
+        fault = self.faults.draw(key, repeat) if self.faults is not None else None
         self._in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
         try:
             if self.latency_s:
                 await asyncio.sleep(self.latency_s)
+            if fault == "stall":
+                try:
+                    waited = await self._stall(request)
+                except asyncio.CancelledError:  # the server cancelled the handler of a client that left
+                    self.log.append(Served(key, repeat, fault, "abandoned"))
+                    raise
+                if not waited:
+                    self.log.append(Served(key, repeat, fault, "abandoned"))
+                    return web.Response(status=504)  # nobody is left to read it
             text = self.reply(messages)
         finally:
             self._in_flight -= 1
-        return web.json_response(self._answer(body, messages, text))
+        answer = self._answer(body, messages, text)
+        if fault in (None, "stall"):
+            return await self._deliver(request, answer, Served(key, repeat, fault, "answered"))
+        self.log.append(Served(key, repeat, fault, "fault"))
+        return await self._serve_fault(request, fault, answer)
+
+    async def _stall(self, request: Any) -> bool:
+        """Wait stall_s (True), or until the client gives up or the server stops (False)."""
+        assert self.faults is not None
+        deadline = time.monotonic() + self.faults.stall_s
+        while time.monotonic() < deadline:
+            transport = request.transport
+            if transport is None or transport.is_closing() or (self._stop is not None and self._stop.is_set()):
+                return False
+            await asyncio.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        return True
+
+    async def _deliver(self, request: Any, answer: dict[str, Any], served: Served | None) -> Any:
+        """Send a whole 200 completion; log it as answered only once it was written to a live connection."""
+        from aiohttp import web
+
+        response = web.Response(body=json.dumps(answer).encode(), content_type="application/json")
+        transport = request.transport
+        delivered = transport is not None and not transport.is_closing()
+        if delivered:
+            try:
+                await response.prepare(request)
+                await response.write_eof()
+            except (ConnectionError, RuntimeError):
+                delivered = False
+        if served is not None:
+            self.log.append(served if delivered else Served(served.key, served.repeat, served.fault, "abandoned"))
+        return response
+
+    async def _serve_fault(self, request: Any, fault: str | None, answer: dict[str, Any]) -> Any:
+        from aiohttp import web
+
+        assert self.faults is not None
+        if fault == "server_error":
+            return web.json_response({"error": {"message": "internal error (loopback fault)", "type": "server_error"}},
+                                     status=500)
+        if fault == "unavailable":
+            wait = self.faults.retry_after_s
+            headers = {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(int(wait * 1000))}
+            return web.json_response({"error": {"message": "overloaded (loopback fault)", "type": "server_error"}},
+                                     status=503, headers=headers)
+        whole = json.dumps(answer).encode()
+        if fault == "malformed_json":
+            return web.Response(body=whole[: len(whole) // 2], content_type="application/json")
+        if fault == "empty_choices":
+            return web.json_response({**answer, "choices": []})
+        if fault == "no_message":
+            return web.json_response({**answer, "choices": [{"index": 0, "finish_reason": "stop"}]})
+        if fault == "empty_body":
+            return web.Response(body=b"", content_type="application/json")
+        if fault == "html_body":
+            return web.Response(text="<html><body><h1>502 Bad Gateway</h1></body></html>", content_type="text/html")
+        if fault == "connection_closed":
+            response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            response.content_length = len(whole)
+            await response.prepare(request)
+            await response.write(whole[: len(whole) // 2])
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        raise ValueError(f"unknown loopback fault {fault!r}")
+
+    def answered_keys(self) -> list[str]:
+        """The body key of every request answered with a whole completion, one per delivery."""
+        return [served.key for served in self.log if served.outcome == "answered"]
+
+    def outcomes(self) -> Counter[tuple[str | None, str]]:
+        """How many requests met each (fault, outcome)."""
+        return Counter((served.fault, served.outcome) for served in self.log)
 
     def _refusal(self, body: dict[str, Any]) -> str | None:
         """What a reasoning API refuses, in OpenAI's words (None: the request is accepted)."""

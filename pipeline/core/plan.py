@@ -8,6 +8,12 @@ gateway's own keys. Tokens per call come from the calls tables of earlier runs w
 (measured), else from the prompt's length and the reply cap (an upper bound). Prices come from
 the roster's own `gateway.prices`, else litellm's bundled price map; local models cost 0.
 
+On a resumed run the plan counts only what is left: Snakemake plans only the unfinished jobs,
+and a shard job's estimate leaves out its games whose outputs are complete (pipeline.core.estimates),
+as the shard itself skips them. The attempts of jobs that never finished (failed or killed runs,
+journaled as they happened: pipeline.core.journal) are summed in the plan and written beside it
+(`unfinished_calls.parquet`) until a run finishes those jobs.
+
 After a run, `compare` sets the plan against the spend ledger's lines written since the plan
 was made (pipeline.core.budget) and reports the error per benchmark and model.
 """
@@ -339,6 +345,10 @@ class Plan:
     ledger: str
     created: float
     targets: tuple[str, ...]
+    # attempts journaled by jobs that never wrote their calls table: failed or killed runs not yet
+    # resumed (pipeline.core.journal); their spend is in spent_usd, their rows in no other table
+    unfinished: pl.DataFrame = field(default_factory=pl.DataFrame)
+    cache_dir: str = ""  # the response cache, whose calls/ folder holds the jobs' journals
 
     @property
     def cost_usd(self) -> float | None:
@@ -360,11 +370,21 @@ class Plan:
         left, cost = self.left_usd, self.cost_usd
         return left is not None and (cost is None or cost > left)
 
+    def unfinished_summary(self) -> dict[str, Any]:
+        """The unfinished jobs' attempts: how many, of how many jobs, what they cost, their faults."""
+        rows = self.unfinished
+        if rows.is_empty():
+            return {"attempts": 0, "jobs": 0, "answered": 0, "failed": 0, "cost_usd": 0.0}
+        failed = rows.filter(pl.col("error_kind").is_not_null() & (pl.col("error_kind") != "empty")).height
+        return {"attempts": rows.height, "jobs": rows["job"].n_unique(), "answered": rows.height - failed,
+                "failed": failed, "cost_usd": round(float(rows["cost_usd"].fill_null(0.0).sum()), 6)}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "created": self.created, "targets": list(self.targets), "budget_usd": self.budget_usd,
             "spent_usd": round(self.spent_usd, 6), "left_usd": None if self.left_usd is None else round(self.left_usd, 6),
             "cost_usd": self.cost_usd, "batch_cost_usd": self.batch_cost_usd, "ledger": self.ledger, "rows": self.table.to_dicts(),
+            "unfinished": self.unfinished_summary(), "cache_dir": self.cache_dir,
         }
 
 
@@ -372,9 +392,13 @@ def make_plan(
     targets: Sequence[str], estimates: Iterable[tuple[str, PlannedJob, CallEstimate]], models: ModelsParams,
     *, root: str | os.PathLike[str] = ".", results: str = "results",
 ) -> Plan:
+    from pipeline.core.journal import unfinished_calls
+
     ledger = SpendLedger(_ledger_path(models, root))
     table = plan_table(estimates, models, TokenHistory.load(Path(root) / results))
-    return Plan(table, models.gateway.budget_usd, ledger.total_usd(), str(ledger.path), time.time(), tuple(targets))
+    cache_dir = Path(root) / models.gateway.cache_dir
+    return Plan(table, models.gateway.budget_usd, ledger.total_usd(), str(ledger.path), time.time(), tuple(targets),
+                unfinished_calls(cache_dir), str(cache_dir))
 
 
 def _ledger_path(models: ModelsParams, root: str | os.PathLike[str]) -> Path:
@@ -384,10 +408,27 @@ def _ledger_path(models: ModelsParams, root: str | os.PathLike[str]) -> Path:
     return Path(root) / settings.ledger if settings.ledger else Path(root) / settings.cache_dir / LEDGER_NAME
 
 
+UNFINISHED_CALLS = "unfinished_calls.parquet"
+
+
 def save_plan(plan: Plan, out: str | os.PathLike[str]) -> Path:
+    """plan.json, and beside it the unfinished jobs' attempts as a calls table (when there are any)."""
     path = Path(out) / "plan.json"
     write_json_atomic(path, plan.to_json())
+    save_unfinished(plan.unfinished, out)
     return path
+
+
+def save_unfinished(unfinished: pl.DataFrame, out: str | os.PathLike[str]) -> None:
+    """The unfinished jobs' attempts beside plan.json; none: the file goes (every attempt of the
+    jobs resumed since is in its job's calls table)."""
+    from pipeline.core.schemas import CallsSchema, write_table
+
+    path = Path(out) / UNFINISHED_CALLS
+    if unfinished.is_empty():
+        path.unlink(missing_ok=True)
+    else:
+        write_table(path, unfinished, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
 
 
 # -- what to say --------------------------------------------------------------------------------
@@ -418,6 +459,14 @@ def render_plan(plan: Plan) -> str:
     if t["tokens_reasoning"].sum() and t.filter(pl.col("tokens_from").str.contains("prompt\\+cap")).height:
         lines.append("reasoning tokens not yet measured are counted at each reasoning model's whole allowance "
                      "(an upper bound; one game of each model measures them)")
+    done = plan.unfinished_summary()
+    if done["attempts"]:
+        lines.append(
+            f"unfinished jobs (failed or killed runs): {done['attempts']} provider attempt(s) of {done['jobs']} job(s), "
+            f"{done['answered']} answered (in the cache: a resumed job does not pay them again), {done['failed']} failed, "
+            f"{_money(done['cost_usd'])} spent (inside 'spent so far'); their rows: {UNFINISHED_CALLS} beside plan.json, "
+            "and each job's calls table once it finishes"
+        )
     if plan.budget_usd is not None and plan.cost_usd is None:
         lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes), "
                      "so a budgeted run refuses to start")

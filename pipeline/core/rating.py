@@ -43,6 +43,8 @@ import trueskill
 
 __all__ = [
     "BOOTSTRAP_TAG",
+    "MIN_SETTLED_GAMES",
+    "MIN_SETTLED_RESAMPLES",
     "FreeForAll",
     "Pairwise",
     "RatingEvent",
@@ -52,17 +54,94 @@ __all__ = [
     "bootstrap_intervals",
     "conservative",
     "event_counts",
+    "evidence_text",
+    "interval_settled",
     "multi_pass",
     "pass_orders",
     "pass_ratings",
     "rate_sequence",
     "rating_summary",
+    "resamples_text",
+    "settled_rank_interval",
+    "unsettled_reason",
 ]
 
 #: Integer tag mixed into the bootstrap seed so resample draws never coincide with the
 #: pass-order streams (which use ``[seed, p]``). Resample b uses
 #: ``numpy.random.default_rng([seed, BOOTSTRAP_TAG, b])``.
 BOOTSTRAP_TAG: int = 0xB007
+
+#: Fewest rating events ("games": an Elimination game, a Who is Spy game, a ranked xent map, a
+#: SKATE pairwise comparison) a player needs before its bootstrap interval is shown as one. Below
+#: it, resampling a handful of games mostly copies the same few results, and the percentile
+#: interval comes out narrow (a model with 2 games can get rank interval 1-1) however little is
+#: known.
+MIN_SETTLED_GAMES: int = 20
+
+#: Fewest bootstrap resamples behind an interval: the 95% interval's ends are the 2.5% and
+#: 97.5% quantiles, which a few resamples cannot place (with 10 they are simply the extremes).
+MIN_SETTLED_RESAMPLES: int = 20
+
+
+def interval_settled(
+    games: int | None,
+    resamples: int | None,
+    min_games: int = MIN_SETTLED_GAMES,
+    min_resamples: int = MIN_SETTLED_RESAMPLES,
+) -> bool:
+    """The one rule for whether a player's bootstrap interval is informative ("settled").
+
+    True only with the evidence for it: a bootstrap of at least `min_resamples` resamples over
+    games where the player took part in at least `min_games`. Unknown evidence (None), no
+    bootstrap (0 resamples) or fewer games: False, and whoever shows the interval must show the
+    widest honest one instead (`settled_rank_interval`: the whole field) and say it is unsettled
+    (`unsettled_reason`). Every table, the leaderboard, `compare` and the import printout use it.
+    """
+    if games is None or resamples is None:
+        return False
+    return games >= min_games and resamples >= min_resamples
+
+
+def unsettled_reason(
+    games: int | None,
+    resamples: int | None,
+    min_games: int = MIN_SETTLED_GAMES,
+    min_resamples: int = MIN_SETTLED_RESAMPLES,
+) -> str:
+    """Why `interval_settled` says no, in words ("" when it says yes)."""
+    reasons = []
+    if resamples is None:
+        reasons.append("bootstrap resamples unknown")
+    elif resamples == 0:
+        reasons.append("no bootstrap")
+    elif resamples < min_resamples:
+        reasons.append(f"{resamples} bootstrap resamples (fewer than {min_resamples})")
+    if games is None:
+        reasons.append("games unknown")
+    elif games < min_games:
+        reasons.append(f"{games} game{'' if games == 1 else 's'} (fewer than {min_games})")
+    return "; ".join(reasons)
+
+
+def resamples_text(resamples: int | None) -> str:
+    """"20 resamples", "no bootstrap" (0) or "resamples unknown" (None)."""
+    if resamples is None:
+        return "resamples unknown"
+    return "no bootstrap" if resamples == 0 else f"{resamples} resamples"
+
+
+def evidence_text(games: int | None, resamples: int | None) -> str:
+    """The evidence behind an interval, e.g. "2 games, 20 resamples" or "48 games, no bootstrap"."""
+    played = "games unknown" if games is None else f"{games} game{'' if games == 1 else 's'}"
+    return f"{played}, {resamples_text(resamples)}"
+
+
+def settled_rank_interval(rank: int, lo: int, hi: int, field_size: int, settled: bool) -> tuple[int, int]:
+    """The rank interval to show: the given one when settled, else the whole field 1..field_size
+    (nothing narrower is known). Always contains `rank`."""
+    if not settled:
+        return 1, max(field_size, rank)
+    return min(lo, rank), max(hi, rank)
 
 
 @dataclass(frozen=True)
@@ -587,6 +666,8 @@ _SUMMARY_SCHEMA: dict[str, Any] = {
     "rank_lo": pl.Int64,
     "rank_hi": pl.Int64,
     "events": pl.Int64,
+    "resamples": pl.Int64,
+    "settled": pl.Boolean,
 }
 
 
@@ -628,11 +709,17 @@ def rating_summary(
     widened to contain the point estimate: resampling duplicates games, which makes
     TrueSkill more confident than the data is, so the resampled mus of extreme players
     sit slightly outside the original estimate; a displayed "rank 3 (3-5)" must contain
-    its 3. With ``resamples == 0``, mu_lo/mu_hi are null and rank_lo == rank_hi == rank.
-    A player present in no resample gets null mu_lo/mu_hi and rank_lo = 1, rank_hi = the
-    number of players (nothing is known). Rows are sorted by rank. `method`: see
-    `pass_ratings`; the fast method rates the multi-pass rows and every resample's rows
-    side by side, so a bootstrap costs far less than `resamples` separate runs.
+    its 3. With ``resamples == 0``, mu_lo/mu_hi are null. A player present in no resample
+    gets null mu_lo/mu_hi.
+
+    `resamples` repeats the number of resamples on every row, and `settled` is
+    ``interval_settled(events, resamples)``: a bootstrap of at least `MIN_SETTLED_RESAMPLES`
+    resamples over at least `MIN_SETTLED_GAMES` events of the player. An unsettled player's
+    rank interval is the whole field, rank_lo = 1 and rank_hi = the number of players (so
+    without a bootstrap, or with a handful of games, no interval is narrower than what is
+    known); mu, sigma and the mu interval are left as computed. Rows are sorted by rank.
+    `method`: see `pass_ratings`; the fast method rates the multi-pass rows and every
+    resample's rows side by side, so a bootstrap costs far less than `resamples` separate runs.
     """
     if resamples < 0:
         raise ValueError(f"resamples must be >= 0, got {resamples}")
@@ -677,6 +764,12 @@ def rating_summary(
             places = boot_ranks[present, j]
             rank_lo[i] = min(int(np.quantile(places, alpha, method="lower")), int(rank[i]))
             rank_hi[i] = max(int(np.quantile(places, 1.0 - alpha, method="higher")), int(rank[i]))
+    events_of = point["events"].to_list()
+    settled = [interval_settled(games, resamples) for games in events_of]
+    for i in range(n_players):
+        rank_lo[i], rank_hi[i] = settled_rank_interval(
+            int(rank[i]), int(rank_lo[i]), int(rank_hi[i]), n_players, settled[i]
+        )
     return pl.DataFrame(
         {
             "player": players,
@@ -689,6 +782,8 @@ def rating_summary(
             "rank_lo": rank_lo,
             "rank_hi": rank_hi,
             "events": point["events"],
+            "resamples": [resamples] * n_players,
+            "settled": settled,
         },
         schema=_SUMMARY_SCHEMA,
     )

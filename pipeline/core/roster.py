@@ -62,7 +62,7 @@ class Sampling(Strict):
 
 class RosterEntry(Strict):
     name: str = Field(description="a unique name (letters, digits, . _ -), used in every table and path")
-    model: str | None = Field(None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/gemma-3-270m")
+    model: str | None = Field(None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/smollm2-135m")
     bot: str | None = Field(None, description="a scripted bot, e.g. `random`")
     bot_options: dict[str, Any] = Field(default_factory=dict, description="options of the bot, e.g. {accuracy: 0.7}")
     sampling: Sampling = Field(default_factory=Sampling, description="temperature, top_p, max_tokens")
@@ -154,7 +154,12 @@ class BatchSettings(Strict):
 
 
 class GatewaySettings(Strict):
-    retries: int = Field(5, ge=0, le=50, description="how many times a timeout, 5xx or connection error is retried (429s follow rate_limit_patience_s)")
+    # 10: a request gives up only when all 11 attempts fail. At a flaky provider's ~27% of faulted
+    # attempts (timeouts, 5xx, dropped connections, malformed bodies) that is 0.27**11 = 5.6e-7 per
+    # request, i.e. one lost request in ~1.8 million; 5 retries gave 0.27**6 = 3.9e-4, a failed game
+    # about every 2,600 requests. The extra retries cost time only when they happen (backoff capped
+    # at backoff_max_s), never a cache key.
+    retries: int = Field(10, ge=0, le=50, description="how many times a timeout, 5xx, dropped connection or malformed reply is retried (429s follow rate_limit_patience_s)")
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
     backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
     timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
@@ -188,9 +193,23 @@ class GatewaySettings(Strict):
     )
 
 
+DEFAULT_CHECK_PROMPT = "Reply with the single word: blue"
+
+
 class CheckSettings(Strict):
-    prompt: str = Field("Reply with one word: ready", description="the question the roster stage asks every entry")
-    max_tokens: int = Field(8, ge=1, description="reply length cap of the roster check")
+    prompt: str = Field(DEFAULT_CHECK_PROMPT, description="the instruction the roster stage sends every entry")
+    expect: str | None = Field(
+        "blue", description="the word a reply that follows `prompt` is (case, quotes and end punctuation aside); an entry whose reply is anything else is marked `warn`; null: any reply passes (the default for a prompt of one's own)"
+    )
+    max_tokens: int = Field(8, ge=1, description="visible reply cap of the roster check (a reasoning model gets its reasoning allowance on top)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_prompt_expects_nothing(cls, data: Any) -> Any:
+        # a prompt of one's own without `expect`: there is no word to compare its replies with
+        if isinstance(data, dict) and data.get("prompt", DEFAULT_CHECK_PROMPT) != DEFAULT_CHECK_PROMPT and "expect" not in data:
+            return {**data, "expect": None}
+        return data
 
 
 class ParallelSettings(Strict):

@@ -121,7 +121,7 @@ def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Pat
                   interval_s: float = 5.0, params: str | None = None) -> int:
     """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params)."""
     params = params_dir(params)
-    check_chosen_params_dir(params, root)
+    check_chosen_params_dir(params, root, targets=targets)  # a bad params file stops here, named
     fd = take_run_lock(root)
     try:
         clear_stale_lock(root, targets, say)

@@ -44,7 +44,8 @@ class CallsSchema(StrictTable):
     cache_hit: bool
     error_kind: str = pa.Field(
         nullable=True,
-        isin=["timeout", "rate_limit", "server", "connection", "auth", "bad_request", "empty"],
+        isin=["timeout", "rate_limit", "server", "connection", "connection_closed", "malformed_body",
+              "empty_choices", "auth", "bad_request", "empty"],  # pipeline.core.llm.ERROR_KINDS
     )
     # the injected fault of this attempt (pipeline.core.faults), null for none. Optional so calls
     # tables written before the column existed still read (read_table adds it as nulls).
@@ -102,6 +103,11 @@ class RosterCheckSchema(StrictTable):
     error: str = pa.Field(nullable=True)
     # how the entry's reply budgets are set (pipeline.core.budgets.describe): chat or reasoning model
     budgets: str
+    # the reply followed the check's instruction (models.check.expect); null for bots, unreachable
+    # entries and a check without `expect`
+    follows: bool = pa.Field(nullable=True)
+    status: str = pa.Field(isin=["ok", "warn", "fail"])
+    reason: str = pa.Field(nullable=True)  # why the entry is not ok (null when it is)
 
 
 class RatingsSchema(StrictTable):
@@ -117,7 +123,8 @@ class RatingsSchema(StrictTable):
 
 class RatingSummarySchema(StrictTable):
     """`rating.rating_summary`: multi-pass TrueSkill with bootstrap intervals for mu and the rank
-    (mu_lo/mu_hi null and rank_lo == rank_hi == rank without resamples). Rooms extend it."""
+    (mu_lo/mu_hi null without resamples). `settled` is `rating.interval_settled(events, resamples)`;
+    an unsettled player's rank interval is the whole field (1..players). Rooms extend it."""
 
     player: str
     mu: float
@@ -129,6 +136,8 @@ class RatingSummarySchema(StrictTable):
     rank_lo: int = pa.Field(ge=1)
     rank_hi: int = pa.Field(ge=1)
     events: int = pa.Field(ge=0)
+    resamples: int = pa.Field(ge=0)  # bootstrap resamples behind the intervals (0: none)
+    settled: bool  # enough games and resamples for the intervals to say something
 
 
 def _check(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | os.PathLike[str]) -> pl.DataFrame:

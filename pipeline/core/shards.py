@@ -11,7 +11,9 @@ What stays as with one job per game:
 - a shard job skips every game whose outputs are already complete: a crash loses at most the
   games that were unfinished, and a rerun replays none of the finished ones;
 - a game that fails does not stop the shard's other games; the job fails after they end (its
-  marker is not written), and the rerun plays only what is missing.
+  marker is not written), and the rerun plays only what is missing. The failed game's requests
+  already sent finish first (pipeline.core.concurrency): their answers are cached and paid once,
+  and its attempts reach its calls table when the rerun writes it (pipeline.core.journal).
 
 The job's Snakemake output is a small marker named by the shard's content id (its game ids), so
 the games of a shard are not Snakemake outputs and are never deleted when the shard reruns.
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import content_id, write_json_atomic
 from pipeline.core.roster import ModelsParams
 
@@ -97,7 +100,9 @@ async def play_shard(
             if on_game_end is not None:
                 on_game_end(game.game_id, game.game_id not in failed)
 
-    await asyncio.gather(*(one(g) for g in todo))
+    # every game to its end: a failed game's in-flight requests already finished inside it
+    # (pipeline.core.concurrency), so closing the loop afterwards cancels nothing that was paid for
+    await gather_moves(*(one(g) for g in todo))
     return ShardOutcome(sorted(played), skipped, dict(sorted(failed.items())), time.monotonic() - started)
 
 
@@ -111,8 +116,21 @@ def failure_message(outcome: ShardOutcome) -> str:
     return (
         f"{len(outcome.failed)} game(s) of this shard failed (first: {first_id}: {first_error}); "
         f"{len(outcome.played)} finished and were written, {len(outcome.skipped)} were already done. "
-        "Rerun the same command: only the unfinished games are played, answered requests come from the cache."
+        "Rerun the same command: only the unfinished games are played, answered requests come from the cache. "
+        "Their attempts so far: `python -m pipeline plan` (results/plan/unfinished_calls.parquet)."
     )
+
+
+def game_done(games: str | Path, game_id: str) -> bool:
+    """Whether a game's outputs are complete, as the rooms that play shards write them: a record
+    `<id>.json` (written last) beside its calls table `<id>.calls.parquet`, or a folder `<id>/`
+    whose calls table is written after the game's log. What a shard job skips, and what the run
+    plan does not count again on a resumed run."""
+    folder = Path(games)
+    if (folder / f"{game_id}.json").is_file():
+        return (folder / f"{game_id}.calls.parquet").is_file()
+    own = folder / game_id
+    return (own / "calls.parquet").is_file() and any(p.name != "calls.parquet" for p in own.iterdir())
 
 
 def split_ids(text: str) -> list[str]:

@@ -9,11 +9,13 @@ activates `envs/pipeline.yaml` for each job instead, and `python` is that enviro
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 def interpreter_on_path(shim_dir: Path = Path(".snakemake") / "pipeline-bin") -> str:
@@ -93,16 +95,159 @@ def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".
         )
 
 
-def check_chosen_params_dir(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] | None = None) -> None:
-    """`check_params_dir` for a directory other than the project's own `params` (which every copy
-    has): it must hold the files of `benchmarks` (default: the registered ones)."""
-    if directory == DEFAULT_PARAMS:
-        return
+def check_chosen_params_dir(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] | None = None,
+                            targets: Sequence[str] | None = None) -> dict[str, str]:
+    """Stop with a ParamsError naming the file, the field, the value and the fix when `directory` is
+    missing, lacks a file of `benchmarks` (default: the registered ones), or holds a file its stage
+    cannot load (`check_params_files`): a bad params file stops every run, whatever its targets.
+
+    Returns, per benchmark, the names of its params that resolve to nothing (a player not in the
+    roster, an unknown judge): such a benchmark stops the runs that need it (`params_guard`), and
+    with `targets` (the Snakemake targets of a run or plan; [] is the default target, everything)
+    this raises already when one of them needs it."""
     if benchmarks is None:
         from pipeline.core.registry import benchmarks as registered
 
         benchmarks = registered()
+    every = list(benchmarks)
+    benchmarks = [b for b in every if b.rules.exists()]  # a copy of the project may leave one out
     check_params_dir(directory, required_params(benchmarks), root)
+    problems = check_params_files(directory, root, benchmarks, [b.name for b in every])
+    if targets is not None:
+        stopped = [problems[room] for room in rooms_of(targets, [b.name for b in benchmarks]) if room in problems]
+        if stopped:
+            from pipeline.core.params import ParamsError
+
+            raise ParamsError("\n".join(stopped))
+    return problems
+
+
+def _loader(package: str, stem: str) -> Callable[[Path], Any] | None:
+    """The loader of `params/<stem>.yaml`: `load_<stem>`, `load_<stem>_params` or `load` in the
+    stage's `config` module (the roster's is pipeline.core.roster.load_models)."""
+    if stem == "models":
+        from pipeline.core.roster import load_models
+
+        return load_models
+    name = f"{package}.config"
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        return None
+    module = importlib.import_module(name)
+    for attr in (f"load_{stem}", f"load_{stem}_params", "load"):
+        if callable(getattr(module, attr, None)):
+            return cast(Callable[[Path], Any], getattr(module, attr))
+    return None
+
+
+def check_params_files(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] = (),
+                       registered: Sequence[str] | None = None) -> dict[str, str]:
+    """Load every params file of `directory` with its stage's model: the roster (models.yaml), each
+    benchmark's, the leaderboard's and any other `<stage>.yaml` a `pipeline.<stage>.config` reads.
+    Raises one ParamsError listing every file's problems (file, field, value and fix). Returns, per
+    benchmark, what its names get wrong against the roster ({} when everything resolves).
+    `registered`: every benchmark name the roster's keys may use (default: those of `benchmarks`)."""
+    from pipeline.core.params import ParamsError, did_you_mean
+
+    benchmarks = list(benchmarks)
+    folder = Path(root) / directory
+    packages = {"models": "pipeline.core", "leaderboard": "pipeline.leaderboard",
+                **{b.name: b.package for b in benchmarks}}
+    files = [f"{stem}.yaml" for stem in packages] + sorted(
+        p.name for p in folder.glob("*.yaml") if p.stem not in packages)
+    loaded: dict[str, Any] = {}
+    errors: list[str] = []
+    for name in files:
+        stem = name.removesuffix(".yaml")
+        path = folder / name
+        if not path.is_file():
+            continue  # check_params_dir has said which files are required
+        loader = _loader(packages.get(stem, f"pipeline.{stem}"), stem)
+        if loader is None:
+            guess = did_you_mean(stem, packages)
+            if guess:
+                print(f"warning: {path}: no stage reads this file; {guess} (a stage reads <stage>.yaml)",
+                      file=sys.stderr)
+            continue
+        try:
+            loaded[stem] = loader(path)
+        except ParamsError as exc:
+            errors.append(str(exc))
+    models = loaded.get("models")
+    if models is not None:
+        errors += roster_problems(models, str(folder / "models.yaml"),
+                                  list(registered) if registered is not None else [b.name for b in benchmarks])
+    if errors:
+        raise ParamsError("\n".join(errors))
+    problems: dict[str, str] = {}
+    for bench in benchmarks:
+        params = loaded.get(bench.name)
+        check = getattr(params, "check_roster", None)
+        if models is None or check is None:
+            continue
+        try:
+            check(models, str(folder / f"{bench.name}.yaml"), str(folder / "models.yaml"))
+        except ParamsError as exc:
+            problems[bench.name] = str(exc)
+    return problems
+
+
+def roster_problems(models: Any, source: str, benchmark_names: Sequence[str]) -> list[str]:
+    """What in the roster names something that does not exist: a per-move budget keyed by an unknown
+    benchmark (`elimnation.vote`), a provider's limits under a misspelt prefix (`opnai`)."""
+    from pipeline.core.params import did_you_mean
+
+    problems = []
+    for i, entry in enumerate(models.roster):
+        for key in entry.sampling.move_max_tokens:
+            prefix = key.split(".", 1)[0]
+            if "." in key and prefix not in benchmark_names:
+                guess = did_you_mean(prefix, benchmark_names)
+                problems.append(
+                    f"{source}: roster[{i}].sampling.move_max_tokens: {key!r} names no benchmark {prefix!r}; "
+                    f"{guess + ' ' if guess else ''}keys are `<benchmark>.<kind>` with a benchmark of "
+                    f"{', '.join(benchmark_names)}, or `<kind>` for every benchmark")
+    used = {entry.provider for entry in models.roster}
+    for key in models.providers:
+        guess = did_you_mean(key, used) if key != "default" and key not in used else ""
+        if guess:
+            problems.append(f"{source}: providers.{key}: no roster entry's model starts with {key}/; {guess} "
+                            f"(providers are keyed by the prefix of a roster entry's model, or `default`)")
+    return problems
+
+
+def rooms_of(targets: Sequence[str], rooms: Sequence[str]) -> list[str]:
+    """The benchmarks a run of these Snakemake targets needs: every one for the default target (no
+    targets), `all` and the leaderboard's; else those named by a rule (`elimination_all`) or a path
+    (`results/elimination/...`)."""
+    needed: list[str] = []
+    for target in targets or ["all"]:
+        parts = Path(target).parts
+        name = parts[1] if len(parts) > 1 and parts[0] == "results" else target
+        if name in ("all", "publish", "leaderboard") or name.startswith("leaderboard_"):
+            return list(rooms)
+        match = next((r for r in sorted(rooms, key=len, reverse=True) if name == r or name.startswith(f"{r}_")), None)
+        if match and match not in needed:
+            needed.append(match)
+    return needed
+
+
+def params_guard(problems: dict[str, str], room: str) -> Any:
+    """For a room's rate rule's input: [] while the room's params resolve; else an input function that
+    raises its problem, so Snakemake stops while building the DAG of any target needing the room (a
+    dry run and `python -m pipeline plan` included) and the other rooms' targets still run."""
+    if room not in problems:
+        return []
+
+    def guard(_wildcards: Any) -> list[str]:
+        from pipeline.core.params import ParamsError
+
+        raise ParamsError(problems[room])
+
+    return guard
 
 
 #: what a copy of the workflow needs besides the installed package (tests and benchmarks run copies)

@@ -63,10 +63,22 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 def _print_board(board, show: int) -> None:  # board: the leaderboard frame
+    from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
+
     for row in board.head(show).iter_rows(named=True):
-        print(f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})  {row['model']:<40} mu={row['mu']:.3f} "
+        ranks = f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})" + ("" if row["settled"] else " unsettled")
+        print(f"{ranks}  {row['model']:<40} mu={row['mu']:.3f} "
               f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
               f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
+    unsettled = board.filter(~board["settled"])
+    if unsettled.height:
+        # the rank interval of an unsettled model is the whole field (pipeline.core.rating.interval_settled)
+        low, high = unsettled["rated_games"].min(), unsettled["rated_games"].max()
+        games = f"{low}" if low == high else f"{low} to {high}"
+        print(f"rankings not settled for {unsettled.height} of {board.height} model(s): their rank interval is "
+              f"the whole field; a settled one needs a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
+              f"(--bootstrap; here {board['resamples'][0]}) over at least {MIN_SETTLED_GAMES} rated games per "
+              f"model (here {games})")
 
 
 def _cmd_rate(args: argparse.Namespace) -> int:
@@ -98,8 +110,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from pipeline.elimination.config import RatingSettings, load_elimination_params
-    from pipeline.elimination.importer import run_import
+    from pipeline.elimination.importer import check_import_paths, run_import
 
+    check_import_paths(args.paths)  # a path with no logs stops here, before anything is written
     # without a params file: no bootstrap unless asked (it reruns the rating per resample, which
     # is slow on thousands of logs with the reference TrueSkill)
     settings = load_elimination_params(args.params).rating if args.params else RatingSettings(bootstrap_resamples=0)
@@ -108,7 +121,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     settings = RatingSettings.model_validate({**settings.model_dump(), **overrides})
     started = time.perf_counter()
     result = run_import(args.paths, args.out, settings, passes=args.passes, bootstrap=args.bootstrap,
-                        plots=not args.no_plots, calls_out=args.calls, progress=say)
+                        plots=not args.no_plots, calls_out=args.calls, progress=say, require_games=True)
     out = Path(args.out)
     say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s) "
         f"in {time.perf_counter() - started:.1f}s; wrote {out / 'leaderboard.csv'}")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.budgets import GameBudgets
+from pipeline.core.params import ParamsError, load_params, roster_hint
 from pipeline.core.params import StrictParams as Strict
-from pipeline.core.params import load_params
+from pipeline.core.roster import ModelsParams
 from pipeline.core.trueskill_settings import with_defaults
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
@@ -126,6 +128,41 @@ class EliminationParams(Strict):
                 f"schedule.rotations ({self.schedule.rotations}) cannot exceed seats ({self.seats})"
             )
         return self
+
+    def check_roster(self, models: ModelsParams, source: str = "params/elimination.yaml",
+                     models_source: str = "params/models.yaml") -> None:
+        """Every name must be a roster entry and every lineup fit the seats; stop with a message naming
+        the file, the field, the value and the fix (every problem at once)."""
+        known = [e.name for e in models.roster]
+        sched = self.schedule
+        problems = []
+        for i, lineup in enumerate(sched.lineups):
+            where = f"{source}: schedule.lineups[{i}]"
+            if len(lineup) != self.seats:
+                problems.append(f"{where}: has {len(lineup)} names but seats is {self.seats}; "
+                                "list one roster name per seat")
+            for name in dict.fromkeys(lineup):
+                if name not in known:
+                    problems.append(f"{where}: {name!r} is not in the roster of {models_source}; "
+                                    f"{roster_hint(name, known, models_source)}")
+            for name, count in Counter(lineup).items():
+                if count > sched.max_seats_per_player:
+                    problems.append(
+                        f"{where}: {name!r} fills {count} seats but schedule.max_seats_per_player is "
+                        f"{sched.max_seats_per_player}; raise it to let one player fill several seats")
+        for field, names in (("schedule.players", sched.players), ("memory_players", self.memory_players)):
+            for i, name in enumerate(names):
+                if name not in known:
+                    problems.append(f"{source}: {field}[{i}]: {name!r} is not in the roster of {models_source}; "
+                                    f"{roster_hint(name, known, models_source)}")
+        if len(set(sched.players)) != len(sched.players):
+            problems.append(f"{source}: schedule.players lists a name twice; list each player once")
+        if sched.lineups_per_player and len(sched.players) < self.seats:
+            problems.append(
+                f"{source}: schedule.players has {len(sched.players)} players but generated lineups need "
+                f"at least seats={self.seats}; list more players or write explicit schedule.lineups")
+        if problems:
+            raise ParamsError("\n".join(problems))
 
 
 def load_elimination_params(path: str | Path = "params/elimination.yaml") -> EliminationParams:

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import seed_from
 from pipeline.core.llm import Gateway
 from pipeline.core.players import MoveRequest, Player, make_players
@@ -269,7 +270,7 @@ class EliminationGame:
             )
             return await self.ask(seat, request)
 
-        replies = await asyncio.gather(*(rank(s) for s in seats))
+        replies = await gather_moves(*(rank(s) for s in seats))
         cleaned = {s: clean_ranking(reply, s, seats, self.rng("fill", self.round, s))
                    for s, reply in zip(seats, replies)}
         matching = match_pairs(self.shuffled(seats, "propose", self.round),
@@ -315,7 +316,7 @@ class EliminationGame:
                     said.append((PrivateLine(self.round, subround, speaker, target, text.text), text))
                 return said
 
-            results = await asyncio.gather(*(exchange(p) for p in pairs))
+            results = await gather_moves(*(exchange(p) for p in pairs))
             for said in results:  # committed in pair order, whatever order the replies came in
                 for line, text in said:
                     self.private.append(line)
@@ -332,7 +333,7 @@ class EliminationGame:
         them), each seat keeping memory writes a note that only it sees in later rounds."""
         limit = self.spec.words.memory
         seats = [s for s in self.active if self.keeps_memory(s)]
-        notes = await asyncio.gather(*(
+        notes = await gather_moves(*(
             self.say(s, "memory", f"r{self.round}/memory/{s}", prompts.memory_task(limit), limit) for s in seats))
         for seat, note in zip(seats, notes):
             self.memory[seat].append((self.round, note.text))
@@ -340,7 +341,7 @@ class EliminationGame:
 
     async def vote_round(self) -> None:
         voters = self.shuffled(self.active, "vote", self.round)
-        results = await asyncio.gather(*(
+        results = await gather_moves(*(
             self.cast_vote(s, "vote", [o for o in self.active if o != s],
                            prompts.vote_task([o for o in self.active if o != s]), f"r{self.round}/vote/{s}")
             for s in voters))
@@ -365,7 +366,7 @@ class EliminationGame:
             await self.tiebreak_statements(tied, voters)
         if revote and voters:
             order = self.shuffled(voters, "revote", self.round)
-            results = await asyncio.gather(*(
+            results = await gather_moves(*(
                 self.cast_vote(s, "revote", tied, prompts.revote_task(tied), f"r{self.round}/revote/{s}",
                                tied=list(tied))
                 for s in order))
@@ -422,7 +423,7 @@ class EliminationGame:
                                                  self.pid[seat], said.text, said.extra()))
             self.public.append(PublicLine(self.round, "plea", seat, said.text))
         jury = [seat for seat, _ in self.out]
-        results = await asyncio.gather(*(
+        results = await gather_moves(*(
             self.cast_vote(s, "jury", finalists, prompts.jury_task(finalists), f"final/jury/{s}",
                            finalists=finalists)
             for s in jury))

@@ -122,10 +122,29 @@ def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
     }
 
 
+def check_import_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """The game logs `import` reads from `paths`; an InputError naming the path and the fix when
+    none is given, one does not exist, or none holds a log (an empty leaderboard is no result)."""
+    from pipeline.core.params import InputError
+    from pipeline.elimination.reader import find_logs
+
+    what = "directories of game logs (*.jsonl, searched recursively) or log files"
+    if not paths:
+        raise InputError(f"elimination import: no path given; name {what}")
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise InputError(f"elimination import: {', '.join(missing)}: no such file or directory; name {what}")
+    logs = find_logs(paths)
+    if not logs:
+        raise InputError(f"elimination import: no game log (*.jsonl) in {', '.join(map(str, paths))}; name {what}")
+    return logs
+
+
 def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: RatingSettings, *,
                passes: int | None = None, bootstrap: int | None = None, plots: bool = True,
                calls_out: str | Path | None = None,
-               progress: Callable[[str], None] | None = None) -> ImportResult:
+               progress: Callable[[str], None] | None = None, require_games: bool = False) -> ImportResult:
+    """`require_games`: stop with an InputError, before writing anything, when no log could be read."""
     say = progress or (lambda _m: None)
     out = Path(out_dir)
     seconds: dict[str, float] = {}
@@ -136,6 +155,11 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
         f"{len(corpus.skipped)} skipped")
     for skipped in corpus.skipped:
         say(f"  skipped {skipped['file']}: {skipped['error']}")
+    if require_games and not corpus.games:
+        from pipeline.core.params import InputError
+
+        raise InputError(f"elimination import: none of the {corpus.files} file(s) under {', '.join(map(str, paths))} "
+                         "is a readable game log (the reasons are above); nothing was written")
 
     started = time.perf_counter()
     tables = {}

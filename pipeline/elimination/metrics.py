@@ -121,5 +121,6 @@ def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "trueskill_mu": row["mu"], "trueskill_sigma": row["sigma"], "trueskill_mu_lo": row["mu_lo"],
         "trueskill_mu_hi": row["mu_hi"], "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"],
-        "trueskill_rank_hi": row["rank_hi"],
+        "trueskill_rank_hi": row["rank_hi"], "trueskill_games": row["rated_games"],
+        "trueskill_resamples": row["resamples"],
     }

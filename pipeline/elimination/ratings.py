@@ -66,7 +66,10 @@ def rate(final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None
 
 def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFrame:
     """rank, rank_lo, rank_hi, model, mu, mu_rel, sigma, mu_lo, mu_hi, games, seats, points_sum,
-    avg_points; sorted by mu. `mu_rel` is mu minus the mean mu of the rated models."""
+    avg_points, rated_games, resamples, settled; sorted by mu. `mu_rel` is mu minus the mean mu of
+    the rated models; `rated_games` the games behind the rating (with another model at the table),
+    `settled` whether the rank interval is informative (core's `interval_settled`: else it is the
+    whole field)."""
     played = (
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("model")
@@ -74,11 +77,13 @@ def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFram
              pl.col("points").sum().alias("points_sum"))
     )
     # inner join: a model seen only in unrated games (no other model at the table) has no rating
-    rated = ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi", "rank_lo", "rank_hi")
+    rated = ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi", "rank_lo", "rank_hi",
+                           pl.col("events").alias("rated_games"), "resamples", "settled")
     table = played.join(rated, on="model", how="inner")
     table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points"),
                                (pl.col("mu") - pl.col("mu").mean()).alias("mu_rel")).sort(
         ["mu", "model"], descending=[True, False])
     table = table.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
     return table.select("rank", "rank_lo", "rank_hi", "model", "mu", "mu_rel", "sigma", "mu_lo", "mu_hi", "games",
-                        pl.col("seats").cast(pl.Int64), "points_sum", "avg_points")
+                        pl.col("seats").cast(pl.Int64), "points_sum", "avg_points", "rated_games", "resamples",
+                        "settled")

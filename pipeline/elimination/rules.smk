@@ -23,10 +23,12 @@ try:
         _elimination_params(ELIMINATION_PARAMS).rating.model_dump(), sort_keys=True)
     ELIMINATION_ERROR = None
 except _EliminationParamsError as _exc:
-    # other rooms' targets still work; asking for this room's outputs reports the problem
+    # the names of valid params that resolve to nothing (the Snakefile stopped on invalid ones): other
+    # rooms' targets still work; building the DAG of this room's stops with the problem (the guard)
     ELIMINATION_GAMES, ELIMINATION_RATING, ELIMINATION_ERROR = {}, "", str(_exc)
-    print(f"elimination: no games scheduled ({ELIMINATION_ERROR}); its targets fail until this is fixed",
-          file=sys.stderr)
+    PARAMS_PROBLEMS.setdefault("elimination", ELIMINATION_ERROR)
+    print(f"elimination: no games scheduled ({ELIMINATION_ERROR.splitlines()[0]}); its targets fail until this "
+          "is fixed", file=sys.stderr)
 # API games are played many per job by shard jobs (pipeline/core/shards.py); the rest one job each
 ELIMINATION_SOLO, ELIMINATION_SHARDS = _elimination_jobs(
     {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, ELIMINATION_MODELS)
@@ -81,34 +83,25 @@ rule elimination_shard:
         "python -m pipeline elimination play {params.games} {params.args} --marker {output.marker} 2> {log}"
 
 
-if ELIMINATION_ERROR is None:
-
-    rule elimination_rate:
-        input:
-            games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
-            shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
-            params=ELIMINATION_PARAMS,
-        output:
-            **ELIMINATION_OUTPUTS,
-        params:
-            rating=ELIMINATION_RATING,
-            # every scheduled game, the shards' included: the rate job reads them all
-            games=sorted(ELIMINATION_GAMES),
-        log:
-            f"{ELIMINATION_DIR}/logs/rate.log",
-        conda:
-            PIPELINE_ENV
-        shell:
-            f"python -m pipeline elimination rate --params {{input.params}} --models {ELIMINATION_MODELS} "
-            "--games results/elimination/games --out results/elimination 2> {log}"
-
-else:
-
-    rule elimination_rate:
-        output:
-            **ELIMINATION_OUTPUTS,
-        run:
-            raise WorkflowError(ELIMINATION_ERROR)
+rule elimination_rate:
+    input:
+        games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
+        shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
+        params=ELIMINATION_PARAMS,
+        guard=params_guard(PARAMS_PROBLEMS, "elimination"),  # names that resolve to nothing stop here
+    output:
+        **ELIMINATION_OUTPUTS,
+    params:
+        rating=ELIMINATION_RATING,
+        # every scheduled game, the shards' included: the rate job reads them all
+        games=sorted(ELIMINATION_GAMES),
+    log:
+        f"{ELIMINATION_DIR}/logs/rate.log",
+    conda:
+        PIPELINE_ENV
+    shell:
+        f"python -m pipeline elimination rate --params {{input.params}} --models {ELIMINATION_MODELS} "
+        "--games results/elimination/games --out results/elimination 2> {log}"
 
 
 rule elimination_report:

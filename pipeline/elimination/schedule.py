@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.io import canonical_json, content_id, seed_from
-from pipeline.core.params import ParamsError
 from pipeline.core.roster import ModelsParams, RosterEntry, load_models
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, load_elimination_params
 
@@ -90,42 +89,9 @@ def rotation_offsets(seats: int, rotations: int) -> list[int]:
     return [(r * seats) // rotations for r in range(rotations)]
 
 
-def _check_lineups(params: EliminationParams, models: ModelsParams, source: str) -> None:
-    known = {e.name for e in models.roster}
-    sched = params.schedule
-    for i, lineup in enumerate(sched.lineups):
-        where = f"{source}: schedule.lineups[{i}]"
-        if len(lineup) != params.seats:
-            raise ParamsError(f"{where}: has {len(lineup)} names but seats is {params.seats}; "
-                              "list one roster name per seat")
-        for name in lineup:
-            if name not in known:
-                raise ParamsError(f"{where}: {name!r} is not in the roster of params/models.yaml "
-                                  f"(known: {', '.join(sorted(known))})")
-        for name, count in Counter(lineup).items():
-            if count > sched.max_seats_per_player:
-                raise ParamsError(
-                    f"{where}: {name!r} fills {count} seats but schedule.max_seats_per_player is "
-                    f"{sched.max_seats_per_player}; raise it to let one player fill several seats")
-    for name in sched.players:
-        if name not in known:
-            raise ParamsError(f"{source}: schedule.players: {name!r} is not in the roster of "
-                              f"params/models.yaml (known: {', '.join(sorted(known))})")
-    for name in params.memory_players:
-        if name not in known:
-            raise ParamsError(f"{source}: memory_players: {name!r} is not in the roster of params/models.yaml "
-                              f"(known: {', '.join(sorted(known))})")
-    if len(set(sched.players)) != len(sched.players):
-        raise ParamsError(f"{source}: schedule.players lists a name twice; list each player once")
-    if sched.lineups_per_player and len(sched.players) < params.seats:
-        raise ParamsError(
-            f"{source}: schedule.players has {len(sched.players)} players but generated lineups need "
-            f"at least seats={params.seats}; list more players or write explicit schedule.lineups")
-
-
-def build_schedule(params: EliminationParams, models: ModelsParams,
-                   source: str = "params/elimination.yaml") -> list[ScheduledGame]:
-    _check_lineups(params, models, source)
+def build_schedule(params: EliminationParams, models: ModelsParams, source: str = "params/elimination.yaml",
+                   models_source: str = "params/models.yaml") -> list[ScheduledGame]:
+    params.check_roster(models, source, models_source)
     sched = params.schedule
     lineups = [list(lineup) for lineup in sched.lineups]
     if sched.lineups_per_player:
@@ -147,7 +113,8 @@ def build_schedule(params: EliminationParams, models: ModelsParams,
 
 def schedule_from_files(params_path: str | Path = "params/elimination.yaml",
                         models_path: str | Path = "params/models.yaml") -> list[ScheduledGame]:
-    return build_schedule(load_elimination_params(params_path), load_models(models_path), str(params_path))
+    return build_schedule(load_elimination_params(params_path), load_models(models_path), str(params_path),
+                          str(models_path))
 
 
 def uses_local_model(game: ScheduledGame) -> bool:

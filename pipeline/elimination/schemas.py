@@ -123,7 +123,8 @@ class MemoryNotesSchema(StrictTable):
 
 class LeaderboardSchema(StrictTable):
     """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games
-    (rank_lo..rank_hi: the 95% interval of the rank; both equal rank without a bootstrap)."""
+    (rank_lo..rank_hi: the 95% interval of the rank; the whole field 1..models when not `settled`:
+    no bootstrap, or too few games or resamples, pipeline.core.rating.interval_settled)."""
 
     rank: int = pa.Field(ge=1)
     rank_lo: int = pa.Field(ge=1)
@@ -138,6 +139,9 @@ class LeaderboardSchema(StrictTable):
     seats: int = pa.Field(ge=0)
     points_sum: float = pa.Field(ge=0)
     avg_points: float = pa.Field(ge=0, le=1, nullable=True)
+    rated_games: int = pa.Field(ge=0)  # games behind the rating (another model at the table)
+    resamples: int = pa.Field(ge=0)  # bootstrap resamples behind the intervals (0: none)
+    settled: bool  # enough rated games and resamples for the intervals to say something
 
 
 class ModelStatsSchema(StrictTable):

@@ -11,6 +11,7 @@ th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: #777; }
 .ns { color: #8a5a00; font-size: .9em; }
+.unsettled { border-left: 4px solid #D55E00; padding: .3em .6em; background: #fdf1ea; }
 .text { white-space: pre-wrap; word-break: break-word; }
 pre.code { background: #f7f7f7; padding: .6em; overflow-x: auto; border: 1px solid #e3e3e3; }
 .stepper { position: sticky; top: 0; background: #fff; padding: .5em 0; border-bottom: 1px solid #eee; }

@@ -22,21 +22,24 @@ def combined_frame(combined: dict[str, CombinedEntry]) -> pl.DataFrame:
 
 
 def board_frame(board: BenchmarkBoard) -> pl.DataFrame:
+    """mu and the interval drawn: the rating interval when settled, else mu +/- z sigma (see combine)."""
     rows = []
     for model, r in board.ratings.items():
-        lo, hi = (r.mu_lo, r.mu_hi) if r.mu_lo is not None and r.mu_hi is not None else (r.interval or (r.mu, r.mu))
-        rows.append({"model": model, "mu": r.mu, "mu_lo": lo, "mu_hi": hi, "rank": r.rank})
+        lo, hi = r.chart_interval or (r.mu, r.mu)
+        rows.append({"model": model, "mu": r.mu, "mu_lo": lo, "mu_hi": hi, "rank": r.rank,
+                     "interval": "bootstrap" if r.settled else "unsettled: mu ± z·sigma"})
     return pl.DataFrame(rows, schema={"model": pl.String, "mu": pl.Float64, "mu_lo": pl.Float64,
-                                      "mu_hi": pl.Float64, "rank": pl.Int64})
+                                      "mu_hi": pl.Float64, "rank": pl.Int64, "interval": pl.String})
 
 
 def interval_chart(frame: pl.DataFrame, value: str, lo: str, hi: str, title: str, axis_title: str) -> alt.LayerChart:
     order = frame.sort("rank")["model"].to_list()
     base = alt.Chart(frame).encode(y=alt.Y("model:N", sort=order, title=None))
     rule = base.mark_rule(strokeWidth=2).encode(x=alt.X(f"{lo}:Q", title=axis_title), x2=f"{hi}:Q")
+    extra = ["interval"] if "interval" in frame.columns else []
     point = base.mark_point(filled=True, size=70).encode(
         x=f"{value}:Q", tooltip=["model", alt.Tooltip(f"{value}:Q", format=".2f"),
-                                 alt.Tooltip(f"{lo}:Q", format=".2f"), alt.Tooltip(f"{hi}:Q", format=".2f")])
+                                 alt.Tooltip(f"{lo}:Q", format=".2f"), alt.Tooltip(f"{hi}:Q", format=".2f"), *extra])
     return (rule + point).properties(title=title, width=420, height=max(60, 24 * frame.height))
 
 

@@ -12,6 +12,11 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     from pipeline.leaderboard.publish import publish
 
     params = load_leaderboard_params(args.params)
+    if not Path(args.results).is_dir():
+        from pipeline.core.params import InputError
+
+        raise InputError(f"publish: --results {args.results} is no directory; name the folder holding "
+                         "results/<benchmark>/ (default: results, written by the benchmarks' stages)")
     done = publish(params, Path(args.results), Path(args.out), Path(args.workspace), site=not args.no_site)
     print(f"{done.stamp.short}\n{done.models} models over {len(done.benchmarks)} benchmarks "
           f"({', '.join(done.benchmarks) or 'none'}); {done.pages} pages in {done.seconds:.1f} s", file=sys.stderr)

@@ -5,10 +5,19 @@ Otherwise they are derived from rating intervals (bootstrap `mu_lo/mu_hi`, else
 mu +/- z * sigma): a model's best possible rank counts only the models whose whole interval lies
 above its own; its worst counts every model not wholly below it.
 
+Honest uncertainty: an interval counts only when `pipeline.core.rating.interval_settled` says
+so, from the evidence each metrics.json gives (`trueskill_games`, else `games`, and
+`trueskill_resamples`): a bootstrap of at least MIN_SETTLED_RESAMPLES resamples over at least
+MIN_SETTLED_GAMES games per model. Otherwise (no bootstrap, a few games, unknown evidence) the
+model's rank interval is the whole field, it is marked "unsettled", and its rating interval does
+not narrow anyone else's rank interval.
+
 Combined score: the mean over the benchmarks a model played (with at least two models rated) of
 its percentile rank, 100 * (n - rank) / (n - 1): 100 = first, 0 = last. The score interval uses
 the same formula on the rank interval's ends; combined rank intervals follow from score intervals.
-Two models whose rank intervals overlap are not separable.
+A combined entry is settled when every benchmark rating behind it is. Two models whose rank
+intervals overlap are not separable; "separable" is said only of two settled models whose
+intervals do not overlap (`separation`).
 """
 
 from __future__ import annotations
@@ -17,7 +26,21 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.rating import (
+    MIN_SETTLED_GAMES,
+    MIN_SETTLED_RESAMPLES,
+    evidence_text,
+    interval_settled,
+    resamples_text,
+    settled_rank_interval,
+)
+
 DIGITS = 4
+
+#: The rule in words, for the tables' notes and verdicts.
+SETTLED_RULE = (f"a rank interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
+                f"over at least {MIN_SETTLED_GAMES} games per model")
+SETTLED_NEEDS = f"needs {MIN_SETTLED_GAMES}+ games per model and {MIN_SETTLED_RESAMPLES}+ resamples"
 
 
 @dataclass
@@ -33,6 +56,15 @@ class Rating:
     interval_source: str = ""  # "bootstrap ranks" | "bootstrap ratings" | "mu ± z·sigma" | "none"
     # the rating interval the rank interval was derived from (bootstrap, else mu +/- z sigma)
     interval: tuple[float, float] | None = None
+    games: int | None = None  # rating events behind the rating (None: not given)
+    resamples: int | None = None  # bootstrap resamples behind the intervals (None: not given)
+    settled: bool = False  # interval_settled(games, resamples) with a bootstrap interval
+    # what a chart draws: the rating interval when settled, else TrueSkill's own mu +/- z sigma
+    chart_interval: tuple[float, float] | None = None
+
+    @property
+    def evidence(self) -> str:
+        return evidence_text(self.games, self.resamples)
 
 
 @dataclass
@@ -52,6 +84,39 @@ class BenchmarkBoard:
     def not_separable(self, model: str) -> list[str]:
         return overlapping(self.ratings, model)
 
+    @property
+    def unsettled(self) -> list[str]:
+        return [model for model, rating in self.ratings.items() if not rating.settled]
+
+    def evidence(self) -> str:
+        """The evidence behind the board's intervals, e.g. "1–2 games per model, 20 resamples"."""
+        games = sorted({r.games for r in self.ratings.values() if r.games is not None})
+        if not games:
+            played = "games per model unknown"
+        else:
+            played = f"{games[0]}" if len(games) == 1 else f"{games[0]}–{games[-1]}"
+            played += " games per model"
+            if any(r.games is None for r in self.ratings.values()):
+                played += " (unknown for some)"
+        resamples = sorted({r.resamples for r in self.ratings.values() if r.resamples is not None})
+        if not resamples or any(r.resamples is None for r in self.ratings.values()):
+            boot = "resamples unknown" if not resamples else "resamples unknown for some"
+        elif len(resamples) == 1:
+            boot = resamples_text(resamples[0])
+        else:
+            boot = "/".join(str(v) for v in resamples) + " resamples"
+        return f"{played}, {boot}"
+
+    def settled_note(self) -> str:
+        """One sentence: whether the board's rankings are settled, and the evidence."""
+        if not self.ratings:
+            return ""
+        unsettled = self.unsettled
+        if not unsettled:
+            return f"Rankings settled ({self.evidence()})."
+        return (f"Rankings not settled for {len(unsettled)} of {self.size} models ({self.evidence()}; "
+                f"{SETTLED_NEEDS}): their rank interval is the whole field.")
+
 
 @dataclass
 class CombinedEntry:
@@ -63,6 +128,11 @@ class CombinedEntry:
     rank: int = 0
     rank_lo: int = 0
     rank_hi: int = 0
+    unsettled: list[str] = field(default_factory=list)  # benchmarks where its rating is not settled
+
+    @property
+    def settled(self) -> bool:
+        return not self.unsettled
 
 
 def _number(value: Any) -> float | int | None:
@@ -90,6 +160,14 @@ def interval_ranks(intervals: dict[str, tuple[float, float]]) -> dict[str, tuple
     return out
 
 
+def _count(value: Any) -> int | None:
+    """A non-negative whole number (games, resamples), else None."""
+    number = _number(value)
+    if number is None or number < 0 or (isinstance(number, float) and not number.is_integer()):
+        return None
+    return int(number)
+
+
 def overlapping(entries: dict[str, Any], model: str) -> list[str]:
     """Other models whose rank interval overlaps this model's."""
     own = entries[model]
@@ -110,17 +188,23 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
         sigma = _number(row.get("trueskill_sigma", row.get("sigma")))
         lo = _number(row.get("trueskill_mu_lo", row.get("mu_lo")))
         hi = _number(row.get("trueskill_mu_hi", row.get("mu_hi")))
-        ratings[model] = Rating(model, mu, sigma, lo, hi)
+        games = _count(row.get("trueskill_games", row.get("games")))
+        ratings[model] = Rating(model, mu, sigma, lo, hi, games=games, resamples=_count(row.get("trueskill_resamples")))
         ranks = [row.get(k) for k in ("trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi")]
         if all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
             given_ranks[model] = (ranks[0], ranks[1], ranks[2])
+    n = len(ratings)
     if ratings and len(given_ranks) == len(ratings):
         source = "bootstrap ranks"
         for model, (rank, lo, hi) in given_ranks.items():
-            ratings[model].rank, ratings[model].rank_lo, ratings[model].rank_hi = rank, lo, hi
+            rating = ratings[model]
+            rating.settled = interval_settled(rating.games, rating.resamples)
+            rating.rank = rank
+            rating.rank_lo, rating.rank_hi = settled_rank_interval(rank, lo, hi, n, rating.settled)
     else:
         ranks = competition_ranks({m: r.mu for m, r in ratings.items()})
-        if all(r.mu_lo is not None and r.mu_hi is not None for r in ratings.values()):
+        bootstrap = all(r.mu_lo is not None and r.mu_hi is not None for r in ratings.values())
+        if bootstrap:
             source = "bootstrap ratings"
             intervals = {m: (r.mu_lo, r.mu_hi) for m, r in ratings.items()}
         elif all(r.sigma is not None for r in ratings.values()):
@@ -129,15 +213,26 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
         else:
             source = "none"
             intervals = {m: (r.mu, r.mu) for m, r in ratings.items()}
-        bounds = interval_ranks(intervals)  # type: ignore[arg-type]
+        for rating in ratings.values():
+            # without a bootstrap nothing is settled, whatever the games
+            rating.settled = bootstrap and interval_settled(rating.games, rating.resamples)
+        # an unsettled interval says nothing: it spans everything, so it narrows no one's rank
+        honest = {m: intervals[m] if ratings[m].settled else (-math.inf, math.inf) for m in ratings}
+        bounds = interval_ranks(honest)  # type: ignore[arg-type]
         for model, rating in ratings.items():
             rating.interval = intervals[model]  # type: ignore[assignment]
             rating.rank = ranks[model]
             # the point rank lies inside its interval even when a bootstrap interval excludes mu
-            rating.rank_lo = min(bounds[model][0], rating.rank)
-            rating.rank_hi = max(bounds[model][1], rating.rank)
+            rating.rank_lo, rating.rank_hi = settled_rank_interval(
+                rating.rank, bounds[model][0], bounds[model][1], n, rating.settled)
     for rating in ratings.values():
         rating.interval_source = source
+        bootstrap_interval = (rating.mu_lo, rating.mu_hi) if rating.mu_lo is not None and rating.mu_hi is not None else None
+        own = (rating.mu - z * rating.sigma, rating.mu + z * rating.sigma) if rating.sigma is not None else None
+        if rating.settled:
+            rating.chart_interval = bootstrap_interval or rating.interval
+        else:
+            rating.chart_interval = own or bootstrap_interval or rating.interval
     ordered = dict(sorted(ratings.items(), key=lambda item: (item[1].rank, -item[1].mu, item[0])))
     headline = {
         model: {key: value for key in headline_keys if (value := _number(metrics[model].get(key))) is not None}
@@ -149,6 +244,7 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
 def combine(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
     """Mean percentile rank over the benchmarks each model played; sorted by combined rank."""
     points: dict[str, list[tuple[float, float, float]]] = {}
+    unsettled: dict[str, list[str]] = {}
     for board in boards:
         if board.size < 2:
             continue  # a percentile needs at least two models
@@ -156,6 +252,8 @@ def combine(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
             points.setdefault(model, []).append(
                 (board.percentile(rating.rank), board.percentile(rating.rank_hi), board.percentile(rating.rank_lo))
             )
+            if not rating.settled:
+                unsettled.setdefault(model, []).append(board.name)
     entries = {
         model: CombinedEntry(
             model,
@@ -163,6 +261,7 @@ def combine(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
             score_lo=sum(p[1] for p in values) / len(values),
             score_hi=sum(p[2] for p in values) / len(values),
             benchmarks=len(values),
+            unsettled=unsettled.get(model, []),
         )
         for model, values in points.items()
     }
@@ -189,6 +288,7 @@ def flat_leaderboard(boards: list[BenchmarkBoard], combined: dict[str, CombinedE
             "combined_rank_lo": entry.rank_lo, "combined_rank_hi": entry.rank_hi,
             "combined_benchmarks": entry.benchmarks,
             "combined_not_separable": len(overlapping(combined, model)),
+            "combined_settled": int(entry.settled),
         })
     for board in boards:
         prefix = board.name
@@ -203,6 +303,10 @@ def flat_leaderboard(boards: list[BenchmarkBoard], combined: dict[str, CombinedE
             row[f"{prefix}_rank_lo"] = rating.rank_lo
             row[f"{prefix}_rank_hi"] = rating.rank_hi
             row[f"{prefix}_not_separable"] = len(board.not_separable(model))
+            row[f"{prefix}_settled"] = int(rating.settled)
+            for key, count in (("trueskill_games", rating.games), ("trueskill_resamples", rating.resamples)):
+                if count is not None:
+                    row[f"{prefix}_{key}"] = count
             if board.size >= 2:
                 row[f"{prefix}_percentile"] = _round(board.percentile(rating.rank))
         for model, values in board.headline.items():
@@ -212,6 +316,66 @@ def flat_leaderboard(boards: list[BenchmarkBoard], combined: dict[str, CombinedE
     return {model: {k: v for k, v in sorted(row.items()) if v is not None} for model, row in sorted(out.items())}
 
 
-def rank_text(rank: int, lo: int, hi: int) -> str:
-    """'3' when certain, else '3 (2-5)'."""
-    return str(rank) if lo == hi else f"{rank} ({lo}–{hi})"
+def leaderboard_note(boards: list[BenchmarkBoard]) -> str:
+    """One line over the whole leaderboard: are its rankings settled, and on what evidence."""
+    rated = [b for b in boards if b.ratings]
+    if not rated:
+        return ""
+    short = [b for b in rated if b.unsettled]
+    if not short:
+        return (f"Rankings settled: every benchmark rating rests on a bootstrap of at least {MIN_SETTLED_RESAMPLES} "
+                f"resamples over at least {MIN_SETTLED_GAMES} games per model.")
+    where = "; ".join(f"{b.name} ({len(b.unsettled)} of {b.size} models; {b.evidence()})" for b in short)
+    return (f"Rankings not settled: {SETTLED_RULE}. Short of that: {where}. Rows marked \"unsettled\" take "
+            "the whole field as their rank interval: their games do not order them.")
+
+
+def mu_text(rating: Rating, digits: int = 2) -> str:
+    """mu with its interval when the interval is settled: '11.79 [9.99, 12.80]', else '11.79'."""
+    mu = f"{rating.mu:.{digits}f}"
+    if not rating.settled or rating.mu_lo is None or rating.mu_hi is None:
+        return mu
+    return f"{mu} [{rating.mu_lo:.{digits}f}, {rating.mu_hi:.{digits}f}]"
+
+
+def rank_text(rank: int, lo: int, hi: int, settled: bool = True) -> str:
+    """'3' when certain, else '3 (2–5)'; ' unsettled' follows when the interval is not settled
+    (it is then the whole field: see `pipeline.core.rating.interval_settled`)."""
+    text = str(rank) if lo == hi else f"{rank} ({lo}–{hi})"
+    return text if settled else f"{text} unsettled"
+
+
+def separation(a_settled: bool, b_settled: bool, a_interval: tuple[int, int], b_interval: tuple[int, int],
+               evidence: str) -> str:
+    """The verdict on two models' rank intervals, with the evidence it rests on: "separable" only
+    when both are settled and their intervals do not overlap."""
+    if not (a_settled and b_settled):
+        return f"not enough games to tell ({evidence}; {SETTLED_NEEDS})"
+    overlap = a_interval[0] <= b_interval[1] and b_interval[0] <= a_interval[1]
+    return f"not separable: rank intervals overlap ({evidence})" if overlap else f"separable ({evidence})"
+
+
+def rating_separation(a: Rating | None, b: Rating | None) -> str:
+    """`separation` of one benchmark's ratings; the evidence: each model's games and resamples."""
+    if a is None or b is None:
+        return "–"
+    return separation(a.settled, b.settled, (a.rank_lo, a.rank_hi), (b.rank_lo, b.rank_hi), _pair_evidence(a, b))
+
+
+def _pair_evidence(a: Rating, b: Rating) -> str:
+    """e.g. "2 vs 1 games per model, 20 resamples"."""
+    games = " vs ".join("?" if r.games is None else str(r.games) for r in (a, b)) + " games per model"
+    if a.resamples == b.resamples:
+        boot = resamples_text(a.resamples)
+    else:
+        boot = " vs ".join("?" if r.resamples is None else str(r.resamples) for r in (a, b)) + " resamples"
+    return f"{games}, {boot}"
+
+
+def combined_separation(a: CombinedEntry, b: CombinedEntry) -> str:
+    """`separation` of two combined entries; the evidence: where their ratings are unsettled."""
+    if a.settled and b.settled:
+        evidence = "every benchmark rating behind both settled"
+    else:
+        evidence = "; ".join(f"{e.model} unsettled in {', '.join(e.unsettled)}" for e in (a, b) if e.unsettled)
+    return separation(a.settled, b.settled, (a.rank_lo, a.rank_hi), (b.rank_lo, b.rank_hi), evidence)

@@ -12,25 +12,28 @@ import polars as pl
 
 from pipeline.core.io import write_text_atomic
 from pipeline.core.room import RoomInputs
-from pipeline.leaderboard.combine import BenchmarkBoard, Rating, benchmark_board, combine, rank_text
+from pipeline.leaderboard.combine import (
+    SETTLED_RULE,
+    BenchmarkBoard,
+    Rating,
+    benchmark_board,
+    combine,
+    combined_separation,
+    mu_text,
+    rank_text,
+    rating_separation,
+)
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
 from pipeline.leaderboard.report import Report
 from pipeline.leaderboard.sources import load_rooms
 
 
 def rating_cell(r: Rating | None) -> str:
+    """mu [interval], rank (interval); an unsettled rating shows no mu interval and the whole field
+    as its rank interval, marked (pipeline.core.rating.interval_settled); the verdict says why."""
     if r is None:
         return "–"
-    interval = f" [{r.mu_lo:.2f}, {r.mu_hi:.2f}]" if r.mu_lo is not None and r.mu_hi is not None else (
-        f" [{r.interval[0]:.2f}, {r.interval[1]:.2f}]" if r.interval else "")
-    return f"{r.mu:.2f}{interval}, rank {rank_text(r.rank, r.rank_lo, r.rank_hi)}"
-
-
-def separable(ra: Rating | None, rb: Rating | None) -> str:
-    if ra is None or rb is None:
-        return "–"
-    overlap = ra.rank_lo <= rb.rank_hi and rb.rank_lo <= ra.rank_hi
-    return "not separable" if overlap else "separable"
+    return f"{mu_text(r)}, rank {rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled)}"
 
 
 def head_to_head(per_game: pl.DataFrame, a: str, b: str, better: str) -> tuple[int, int, int, int]:
@@ -109,22 +112,23 @@ def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> 
                           f"{', '.join(sorted(known)) or '(none)'}")
     report = Report(f"{a} vs {b}")
     report.heading("Ratings per benchmark")
-    report.paragraph("mu [95% interval], rank (95% interval); delta = A - B; models whose rank intervals "
-                     "overlap are not separable.")
+    report.paragraph("mu [95% interval], rank (95% interval); delta = A - B. Two models are separable when "
+                     "both rank intervals are settled and do not overlap; not separable when settled intervals "
+                     f"overlap; otherwise there are not enough games to tell ({SETTLED_RULE}; an unsettled rank "
+                     "interval is the whole field). Each verdict names the games per model and the resamples.")
     rows: list[list[object]] = []
     combined = combine(boards)
     if a in combined and b in combined:
         ca, cb = combined[a], combined[b]
-        rows.append(["combined", f"{ca.score:.1f} [{ca.score_lo:.1f}, {ca.score_hi:.1f}], rank {rank_text(ca.rank, ca.rank_lo, ca.rank_hi)}",
-                     f"{cb.score:.1f} [{cb.score_lo:.1f}, {cb.score_hi:.1f}], rank {rank_text(cb.rank, cb.rank_lo, cb.rank_hi)}",
-                     f"{ca.score - cb.score:+.1f}",
-                     "not separable" if ca.rank_lo <= cb.rank_hi and cb.rank_lo <= ca.rank_hi else "separable"])
+        rows.append(["combined", *(f"{c.score:.1f} [{c.score_lo:.1f}, {c.score_hi:.1f}], "
+                                   f"rank {rank_text(c.rank, c.rank_lo, c.rank_hi, c.settled)}" for c in (ca, cb)),
+                     f"{ca.score - cb.score:+.1f}", combined_separation(ca, cb)])
     for board in boards:
         ra, rb = board.ratings.get(a), board.ratings.get(b)
         if ra is None and rb is None:
             continue
         delta = f"{ra.mu - rb.mu:+.2f}" if ra and rb else "–"
-        rows.append([board.name, rating_cell(ra), rating_cell(rb), delta, separable(ra, rb)])
+        rows.append([board.name, rating_cell(ra), rating_cell(rb), delta, rating_separation(ra, rb)])
     report.table(["benchmark", a, b, "delta", "verdict"], rows)
 
     report.heading("Head to head in shared games")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from pipeline.core.params import StrictParams, load_params
+from pipeline.core.params import StrictParams, did_you_mean, load_params
 from pipeline.core.registry import benchmark
 from pipeline.core.registry import names as benchmark_names
 
@@ -59,13 +59,25 @@ class LeaderboardParams(StrictParams):
     @field_validator("benchmarks")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        known = benchmark_names()
-        unknown = [name for name in value if name not in known]
-        if unknown:
-            raise ValueError(f"unknown benchmark(s) {unknown}; registered: {known}")
+        _known_benchmarks(value)
         if len(set(value)) != len(value):
             raise ValueError("a benchmark is listed twice")
         return value
+
+    @field_validator("headline")
+    @classmethod
+    def _known_headline(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        _known_benchmarks(list(value))
+        return value
+
+
+def _known_benchmarks(names: list[str]) -> None:
+    """Stop on a name that is no registered benchmark, with the closest one (a typo must not drop a benchmark)."""
+    known = benchmark_names()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        guesses = "; ".join(f"{name!r}: {did_you_mean(name, known)}" for name in unknown if did_you_mean(name, known))
+        raise ValueError(f"unknown benchmark(s) {unknown}{'; ' + guesses if guesses else ''}; registered: {known}")
 
 
 def headline_keys(params: LeaderboardParams, name: str) -> list[str]:

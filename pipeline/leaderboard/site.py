@@ -14,7 +14,14 @@ from typing import Any
 
 from pipeline.core.replay import ReplaySet
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
-from pipeline.leaderboard.combine import BenchmarkBoard, CombinedEntry, overlapping, rank_text
+from pipeline.leaderboard.combine import (
+    BenchmarkBoard,
+    CombinedEntry,
+    leaderboard_note,
+    mu_text,
+    overlapping,
+    rank_text,
+)
 from pipeline.leaderboard.markdown import fmt
 from pipeline.leaderboard.stamp import Stamp
 from pipeline.leaderboard.templates import render, render_source
@@ -35,9 +42,8 @@ def write(path: Path, text: str) -> None:
 def rating_rows(board: BenchmarkBoard) -> list[dict[str, str]]:
     rows = []
     for model, r in board.ratings.items():
-        interval = "" if r.mu_lo is None or r.mu_hi is None else f" [{fmt(r.mu_lo)}, {fmt(r.mu_hi)}]"
-        rows.append({"rank": rank_text(r.rank, r.rank_lo, r.rank_hi), "model": model,
-                     "mu": f"{fmt(r.mu)}{interval}", "sigma": fmt(r.sigma),
+        rows.append({"rank": rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled), "model": model,
+                     "mu": mu_text(r), "sigma": fmt(r.sigma), "games": "?" if r.games is None else str(r.games),
                      "not_separable": ", ".join(board.not_separable(model))})
     return rows
 
@@ -72,6 +78,7 @@ def write_benchmark(root: Path, bench: BenchmarkSite, nav: list[str], stamp: Sta
     written = 1
     write(folder / "index.html", render(
         "benchmark.html", **base, root="../", title=f"{name}", interval_source=bench.board.interval_source,
+        settled_note=bench.board.settled_note(),
         ratings=rating_rows(bench.board), headline_columns=headline_columns,
         headline_rows=[{"model": m, "cells": [fmt(v.get(c), 3) for c in headline_columns]}
                        for m, v in sorted(bench.board.headline.items()) if v],
@@ -104,9 +111,9 @@ def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntr
     rows = []
     for model, e in combined.items():
         rows.append({
-            "rank": rank_text(e.rank, e.rank_lo, e.rank_hi), "model": model,
+            "rank": rank_text(e.rank, e.rank_lo, e.rank_hi, e.settled), "model": model,
             "score": f"{e.score:.1f} [{e.score_lo:.1f}, {e.score_hi:.1f}]", "benchmarks": e.benchmarks,
-            "per_benchmark": [rank_text(r.rank, r.rank_lo, r.rank_hi) if (r := b.ratings.get(model)) else "–"
+            "per_benchmark": [rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled) if (r := b.ratings.get(model)) else "–"
                               for b in boards],
             "not_separable": ", ".join(overlapping(combined, model)),
         })
@@ -133,7 +140,7 @@ def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, C
         pages = 1
         write(staging / "index.html", render(
             "index.html", nav=nav, stamp=stamp, stepper=False, root="", title="Leaderboard",
-            benchmarks=nav, combined=index_context(boards, combined),
+            benchmarks=nav, combined=index_context(boards, combined), settled_note=leaderboard_note(boards),
             charts=[{"svg": f"charts/{stem.name}.svg", "html": f"charts/{stem.name}.html",
                      "title": "combined score" if key == "combined" else f"{key} ratings"}
                     for key, stem in charts.items()],

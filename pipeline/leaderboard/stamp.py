@@ -1,8 +1,8 @@
 """The version stamp carried by every leaderboard file and page.
 
 A stamp names the leaderboard version (params/leaderboard.yaml), the git commit of the workspace
-(with "+dirty" when code or params have uncommitted changes; results/ and dvc.lock are left out:
-they are what a run writes) and the content hash of every input file read.
+(with "+dirty" when tracked code or params have uncommitted changes; untracked files, results/ and
+dvc.lock are left out: a stray notes file changes nothing a run reads, and results are what it writes) and the content hash of every input file read.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def git_commit(root: Path) -> str | None:
         if sha.returncode != 0:
             return None
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--", ".", ":(exclude)results", ":(exclude)dvc.lock"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", ":(exclude)dvc.lock"],
             cwd=root, capture_output=True, text=True, timeout=60,
         )
     except (OSError, subprocess.SubprocessError):

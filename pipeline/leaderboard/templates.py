@@ -28,9 +28,9 @@ BASE = """\
 
 MACROS = """\
 {% macro rating_table(rows) %}
-<table><tr><th>rank (95%)</th><th>model</th><th>mu [lo, hi]</th><th>sigma</th><th>not separable from</th></tr>
+<table><tr><th>rank (95%)</th><th>model</th><th>mu [lo, hi]</th><th>sigma</th><th>games</th><th>not separable from</th></tr>
 {% for r in rows %}<tr><td>{{ r.rank }}</td><td>{{ r.model }}</td><td class="num">{{ r.mu }}</td>
-<td class="num">{{ r.sigma }}</td><td class="ns">{{ r.not_separable or "–" }}</td></tr>
+<td class="num">{{ r.sigma }}</td><td class="num">{{ r.games }}</td><td class="ns">{{ r.not_separable or "–" }}</td></tr>
 {% endfor %}</table>
 {% endmacro %}
 {% macro stepper() %}
@@ -53,7 +53,9 @@ INDEX = """\
 {% block main %}
 <p>Models ranked by the games they play. Ranks carry 95% intervals; models whose intervals overlap
 are <span class="ns">not separable</span>. Combined score: mean percentile rank over the benchmarks a
-model played (100 = first, 0 = last).</p>
+model played (100 = first, 0 = last). A rank marked <span class="ns">unsettled</span> rests on too few
+games or bootstrap resamples: its interval is the whole field.</p>
+{% if settled_note %}<p class="{{ 'unsettled' if settled_note.startswith('Rankings not settled') else 'muted' }}">{{ settled_note }}</p>{% endif %}
 {% if not combined %}<p>No benchmark results found.</p>{% endif %}
 {% if combined %}
 <table><tr><th>rank (95%)</th><th>model</th><th>score [lo, hi]</th><th>benchmarks</th>
@@ -75,6 +77,7 @@ BENCHMARK = """\
 {% extends "base.html" %}{% import "macros.html" as m %}
 {% block main %}
 <p>Rank intervals: {{ interval_source }}.</p>
+{% if settled_note %}<p class="{{ 'unsettled' if settled_note.startswith('Rankings not settled') else 'muted' }}">{{ settled_note }}</p>{% endif %}
 {{ m.rating_table(ratings) }}
 {% if headline_columns %}
 <table><tr><th>model</th>{% for c in headline_columns %}<th>{{ c }}</th>{% endfor %}</tr>

@@ -19,6 +19,7 @@ from pipeline.core.plan import (
     render_compare,
     render_plan,
     save_plan,
+    save_unfinished,
     what_to_cut,
 )
 from pipeline.core.roster import load_models
@@ -46,7 +47,7 @@ def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path:
                  params_dir: str = DEFAULT_PARAMS, notes: list[str] | None = None) -> Plan:
     """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
     the rooms' messages about params they cannot schedule (their targets then plan nothing)."""
-    check_chosen_params_dir(params_dir, root)
+    check_chosen_params_dir(params_dir, root, targets=targets)  # a bad params file stops here, named
     jobs = dry_run(targets, root=root, config=params_config(params_dir), notes=notes)
     return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
 
@@ -73,6 +74,10 @@ def after_run(out: str = DEFAULT_OUT) -> str | None:
         return None
     table = compare(saved)
     write_json_atomic(Path(out) / "compare.json", {"plan_created": saved["created"], "rows": table.to_dicts()})
+    if saved.get("cache_dir"):  # the jobs this run finished settled their journals: what is left, now
+        from pipeline.core.journal import unfinished_calls
+
+        save_unfinished(unfinished_calls(saved["cache_dir"]), out)
     text = render_compare(table)
     print(f"run plan against spend:\n{text}", file=sys.stderr)
     return text

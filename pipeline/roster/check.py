@@ -1,8 +1,13 @@
-"""The roster stage: ask every roster entry one small question and report who answers."""
+"""The roster stage: send every roster entry one small instruction and report who answers it.
+
+An entry is `ok` when it answers and its reply follows the instruction (`check.expect` in
+params/models.yaml: the one word the instruction asks for), `warn` when it answers but not as
+told (a base model continuing the prompt, a reply cut by the token limit), `fail` when it cannot
+be reached. The `reason` column says why an entry is not `ok`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +15,7 @@ import polars as pl
 
 from pipeline.core.batch import run_job
 from pipeline.core.budgets import describe
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import seed_from, write_json_atomic
 from pipeline.core.llm import BudgetExceeded, Gateway, GatewayError
 from pipeline.core.players import MoveRequest, is_generic_bot, make_player
@@ -32,6 +38,7 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         "cost_usd": 0.0,
         "error": None,
         "budgets": describe(entry),
+        "follows": None,
     }
     messages = [{"role": "user", "content": models.check.prompt}]
     try:
@@ -55,6 +62,8 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
                 tokens_out=completion.tokens_out,
                 cost_usd=completion.cost_usd,
             )
+            if models.check.expect is not None:
+                row["follows"] = follows(completion.text, models.check.expect)
             if completion.empty_at_token_limit:
                 row["error"] = ("empty reply at the token limit: hidden reasoning spent the whole budget; "
                                 "raise sampling.reasoning_tokens of this entry in params/models.yaml")
@@ -62,12 +71,38 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         raise  # out of budget is no verdict on the entry: the job fails, a rerun resumes
     except (GatewayError, ValueError) as exc:
         row["error"] = str(exc)
-    return row
+    return {**row, **verdict(row, models.check.expect)}
+
+
+#: what may surround the asked-for word in a reply that still follows the instruction
+_WRAPPING = " \t\r\n\"'`*_.,;:!?()[]{}<>"
+
+
+def follows(reply: str, expect: str) -> bool:
+    """Whether `reply` is the word `expect`, case, quotes, markdown and end punctuation aside."""
+    return reply.strip(_WRAPPING).casefold() == expect.strip(_WRAPPING).casefold()
+
+
+def verdict(row: dict[str, Any], expect: str | None) -> dict[str, Any]:
+    """`status` (ok, warn, fail) and `reason` (why not ok; null when ok) of one checked entry."""
+    if not row["reachable"]:
+        return {"status": "fail", "reason": row["error"] or "no answer"}
+    if row["error"]:
+        return {"status": "warn", "reason": row["error"]}
+    if row["follows"] is False:
+        reply = row["reply"].strip()
+        shown = repr(reply[:60] + ("..." if len(reply) > 60 else ""))
+        return {"status": "warn", "reason": (
+            f"does not follow the check's instruction: asked for the single word {expect!r}, replied {shown} "
+            "(a base model, or a prompt format the model was not tuned on?); its game moves will read the same")}
+    return {"status": "ok", "reason": None}
 
 
 async def check_roster(models: ModelsParams, gateway: Gateway) -> pl.DataFrame:
-    rows = await asyncio.gather(*(_check_entry(e, models, gateway) for e in models.roster))
-    return pl.DataFrame(rows, schema_overrides={"cost_usd": pl.Float64, "error": pl.Utf8})
+    rows = await gather_moves(*(_check_entry(e, models, gateway) for e in models.roster))
+    return pl.DataFrame(rows, schema_overrides={
+        "cost_usd": pl.Float64, "error": pl.Utf8, "follows": pl.Boolean, "reason": pl.Utf8,
+    })
 
 
 def run_roster_check(models: ModelsParams, out_dir: str | Path, gateway: Gateway) -> pl.DataFrame:
@@ -81,6 +116,7 @@ def run_roster_check(models: ModelsParams, out_dir: str | Path, gateway: Gateway
             # latency and cost depend on the run (a cached answer costs nothing): check.parquet
             # keeps them, the DVC metrics hold what a rerun reproduces
             "reachable": row["reachable"],
+            "follows": row["follows"],  # followed the check's instruction (null: a bot, or unreachable)
         }
         for row in table.iter_rows(named=True)
     }

@@ -15,8 +15,8 @@ def _cmd_roster_check(args: argparse.Namespace) -> int:
     models = load_models(args.params)
     table = run_roster_check(models, args.out, Gateway(models, job=JOB))
     for row in table.iter_rows(named=True):
-        status = ("ok  " if not row["error"] else "warn") if row["reachable"] else "FAIL"
-        detail = row["error"] if row["error"] else repr(row["reply"][:40])
+        status = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[row["status"]]
+        detail = row["reason"] or repr(row["reply"][:40])
         print(f"[{status}] {row['name']:<24} {row['latency_s']:6.2f}s  {detail}  ({row['budgets']})", file=sys.stderr)
     unreachable = table.filter(~table["reachable"]).height
     if unreachable:

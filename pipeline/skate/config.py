@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.core.params import ParamsError, load_params
+from pipeline.core.params import ParamsError, indexed, load_params, roster_problems
 from pipeline.core.params import StrictParams as Strict
 from pipeline.core.roster import ModelsParams
 from pipeline.core.sandbox import SandboxLimits
@@ -197,16 +197,15 @@ class SkateParams(Strict):
     def answerers(self) -> list[str]:
         return [*self.players, *self.answer_only]
 
-    def check_roster(self, models: ModelsParams, source: str) -> None:
-        """Every name must be a roster entry: stop with a message naming the file and the fix."""
-        known = {e.name for e in models.roster}
-        for field in ("players", "answer_only"):
-            for name in getattr(self, field):
-                if name not in known:
-                    raise ParamsError(
-                        f"{source}: {field}: {name!r} is not in the roster (params/models.yaml); "
-                        f"known: {', '.join(sorted(known))}"
-                    )
+    def check_roster(self, models: ModelsParams, source: str = "params/skate.yaml",
+                     models_source: str = "params/models.yaml") -> None:
+        """Every name must be a roster entry: stop with a message naming the file, the field, the
+        name, the closest roster name and the fix (every unknown name at once)."""
+        known = [e.name for e in models.roster]
+        named = [*indexed("players", self.players), *indexed("answer_only", self.answer_only)]
+        problems = roster_problems(named, known, source, models_source)
+        if problems:
+            raise ParamsError("\n".join(problems))
 
 
 def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:

@@ -7,7 +7,6 @@ because the next attempt's prompt must say why the last one failed.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import polars as pl
 
 import pipeline.skate.bots  # noqa: F401  (registers the skate bots)
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import content_id, seed_from, write_json_atomic
 from pipeline.core.llm import Gateway
 from pipeline.core.players import MoveRequest, make_players
@@ -171,7 +171,7 @@ async def run_answer(
     log-probabilities is sampled instead, and its rows say so."""
     questions = round_questions(read_json(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
-    results = await asyncio.gather(*(
+    results = await gather_moves(*(
         answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
     ))
     samples = [row for rows, _ in results for row in rows]

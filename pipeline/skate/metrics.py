@@ -161,13 +161,16 @@ def metrics_json(
                     entry[f"trueskill_{bound}"] = None if row.get(bound) is None else round(row[bound], 4)
                 for key in ("rank", "rank_lo", "rank_hi"):
                     entry[f"trueskill_{key}"] = row.get(key)
+                # the evidence behind the intervals (pipeline.core.rating.interval_settled)
+                entry["trueskill_games"] = row.get("events")
+                entry["trueskill_resamples"] = row.get("resamples")
         if (primary, model) in sequential:
             mu, sigma = sequential[(primary, model)]
             entry["trueskill_sequential_mu"], entry["trueskill_sequential_sigma"] = round(mu, 4), round(sigma, 4)
             if headline == "sequential":
                 entry.update(trueskill_mu=round(mu, 4), trueskill_sigma=round(sigma, 4),
                              trueskill_mu_lo=None, trueskill_mu_hi=None, trueskill_rank=sequential_rank[model],
-                             trueskill_rank_lo=None, trueskill_rank_hi=None)
+                             trueskill_rank_lo=None, trueskill_rank_hi=None, trueskill_resamples=0)
         for name, value in skill[model].items():
             entry[name] = None if value is None else round(value, 4)
         answered = pcorrect.filter(pl.col("answerer") == model)

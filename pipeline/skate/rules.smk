@@ -81,6 +81,7 @@ rule skate_rate:
     input:
         SKATE.rate_inputs(),
         params=SKATE_PARAMS,
+        guard=params_guard(PARAMS_PROBLEMS, "skate"),  # names that resolve to nothing stop here
     output:
         rate_outputs(SKATE_OUT),
     params:

@@ -8,8 +8,9 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.budgets import GameBudgets
+from pipeline.core.params import ParamsError, indexed, load_params, roster_problems
 from pipeline.core.params import StrictParams as Strict
-from pipeline.core.params import load_params
+from pipeline.core.roster import ModelsParams
 from pipeline.core.trueskill_settings import with_defaults
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
@@ -103,6 +104,16 @@ class WhoIsSpyParams(Strict):
         if repeated:
             raise ValueError(f"{', '.join(repeated)} listed twice; list each once")
         return value
+
+    def check_roster(self, models: ModelsParams, source: str = "params/whoisspy.yaml",
+                     models_source: str = "params/models.yaml") -> None:
+        """Every name must be a roster entry: stop with a message naming the file, the field, the
+        name, the closest roster name and the fix (every unknown name at once)."""
+        known = [e.name for e in models.roster]
+        named = [*indexed("players", self.players), *indexed("fill", self.fill)]
+        problems = roster_problems(named, known, source, models_source)
+        if problems:
+            raise ParamsError("\n".join(problems))
 
 
 def load_whoisspy(path: str | Path = "params/whoisspy.yaml") -> WhoIsSpyParams:

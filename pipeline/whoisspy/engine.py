@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import seed_from
 from pipeline.core.llm import Gateway
 from pipeline.core.players import MoveRequest, Player, Reply, make_players
@@ -216,7 +217,7 @@ class Game:
                     state=self.bot_state(seat, round_no, "vote", candidates),
                 )
             )
-        answers = await asyncio.gather(*(timed_act(self.players[s.model], r) for s, r in zip(voters, requests)))
+        answers = await gather_moves(*(timed_act(self.players[s.model], r) for s, r in zip(voters, requests)))
         votes: dict[str, str | None] = {}
         for seat, request, (reply, latency) in zip(voters, requests, answers):
             target = parse_vote(reply.text, list(request.choices[:-1]))

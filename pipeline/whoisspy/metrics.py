@@ -232,13 +232,14 @@ def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str,
 
 
 _RATINGS_COLUMNS: tuple[str, ...] = ("player", "mu", "sigma", "mu_sd", "events", "passes")
-_INTERVAL_COLUMNS: tuple[str, ...] = ("player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi")
+_INTERVAL_COLUMNS: tuple[str, ...] = ("player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "resamples", "settled")
 
 
 def ratings(events: Sequence[RatingEvent], settings: RatingSettings, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Multi-pass TrueSkill (player, mu, sigma, mu_sd, events, passes) and its bootstrap
-    intervals (player, mu_lo, mu_hi, rank, rank_lo, rank_hi; rank by mu, 1 = best), from
-    `rating_summary`: null mu intervals and rank_lo == rank_hi == rank when resamples is 0."""
+    intervals (player, mu_lo, mu_hi, rank, rank_lo, rank_hi, resamples, settled; rank by mu, 1 = best),
+    from `rating_summary`: null mu intervals when resamples is 0, and the whole field as the rank
+    interval of a player whose interval is not settled (too few games or resamples)."""
     rating_seed = seed_from("whoisspy/rating", seed)
     summary = rating_summary(events, settings.rating_params(), settings.passes, rating_seed,
                              resamples=settings.bootstrap_resamples)
@@ -249,11 +250,13 @@ def ratings(events: Sequence[RatingEvent], settings: RatingSettings, seed: int) 
 def leaderboard(seats: pl.DataFrame, variant: str, rating_table: pl.DataFrame, intervals: pl.DataFrame) -> pl.DataFrame:
     """Per model over `variant`'s games, ranked by points (ties: higher TrueSkill mu, then name).
 
-    `rank` is the points rank; trueskill_rank (_lo, _hi) the rank by TrueSkill mu and its interval."""
+    `rank` is the points rank; trueskill_rank (_lo, _hi) the rank by TrueSkill mu and its interval,
+    trueskill_games / _resamples the evidence behind it and trueskill_settled whether it is enough."""
     frame = model_metrics(seats.filter(pl.col("variant") == variant))
-    rated = rating_table.select(model="player", mu="mu", sigma="sigma").join(
+    rated = rating_table.select(model="player", mu="mu", sigma="sigma", trueskill_games="events").join(
         intervals.select(model="player", mu_lo="mu_lo", mu_hi="mu_hi", trueskill_rank="rank",
-                         trueskill_rank_lo="rank_lo", trueskill_rank_hi="rank_hi"),
+                         trueskill_rank_lo="rank_lo", trueskill_rank_hi="rank_hi",
+                         trueskill_resamples="resamples", trueskill_settled="settled"),
         on="model", how="left",
     )
     frame = frame.join(rated, on="model", how="left").sort(
@@ -286,7 +289,7 @@ def _clean(value: Any) -> Any:
 LEADERBOARD_METRICS: tuple[str, ...] = (
     "rank", "points", "games", "avg_score", "win_rate", "win_rate_spy", "win_rate_civilian",
     "vote_accuracy", "foul_rate", "avg_survival_rounds", "mu", "sigma", "mu_lo", "mu_hi",
-    "trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi",
+    "trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi", "trueskill_games", "trueskill_resamples",
 )
 
 

@@ -62,6 +62,7 @@ rule whoisspy_rate:
         games=expand("results/whoisspy/games/{game_id}.json", game_id=WHOISSPY_SOLO),
         calls=expand("results/whoisspy/games/{game_id}.calls.parquet", game_id=WHOISSPY_SOLO),
         params=WHOISSPY_PARAMS,
+        guard=params_guard(PARAMS_PROBLEMS, "whoisspy"),  # names that resolve to nothing stop here
     output:
         rate_outputs("results/whoisspy"),
     params:

@@ -135,14 +135,7 @@ def make_spec(
 
 def check_names(params: WhoIsSpyParams, models: ModelsParams, source: str) -> None:
     """Every name in the params must be a roster entry; the error names the field and the fix."""
-    known = [e.name for e in models.roster]
-    for field in ("players", "fill"):
-        for i, name in enumerate(getattr(params, field)):
-            if name not in known:
-                raise ParamsError(
-                    f"{source}: {field}[{i}]: {name!r} is not a roster name in params/models.yaml "
-                    f"(known: {', '.join(known)}); add it to the roster or use a known name"
-                )
+    params.check_roster(models, source)
 
 
 def build_schedule(params: WhoIsSpyParams, models: ModelsParams, source: str = "params/whoisspy.yaml") -> list[GameSpec]:

@@ -115,6 +115,11 @@ class LeaderboardSchema(StrictTable):
     trueskill_rank: int = pa.Field(nullable=True, ge=1)
     trueskill_rank_lo: int = pa.Field(nullable=True, ge=1)
     trueskill_rank_hi: int = pa.Field(nullable=True, ge=1)
+    # the evidence behind the interval: rating events, bootstrap resamples, and whether they are
+    # enough (pipeline.core.rating.interval_settled; else the rank interval is the whole field)
+    trueskill_games: int = pa.Field(nullable=True, ge=0)
+    trueskill_resamples: int = pa.Field(nullable=True, ge=0)
+    trueskill_settled: bool = pa.Field(nullable=True)
 
 
 class VariantsSchema(StrictTable):

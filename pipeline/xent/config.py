@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from pipeline.core.params import ParamsError, did_you_mean, indexed, load_params, roster_problems
 from pipeline.core.params import StrictParams as Strict
-from pipeline.core.params import load_params
+from pipeline.core.roster import ModelsParams
 from pipeline.core.trueskill_settings import with_defaults
 
 
@@ -78,6 +79,52 @@ class XentParams(Strict):
         if not self.games and not self.map_set:
             raise ValueError("give at least one game under `games` or an imported `map_set` directory")
         return self
+
+    def check_roster(self, models: ModelsParams, source: str = "params/xent.yaml",
+                     models_source: str = "params/models.yaml") -> None:
+        """Every name must resolve: players and opponent in the roster, judges registered (or a model
+        directory: a path, which may still be downloading, is not looked at here), games in the
+        library or .xgl files that parse. Stops with every problem at once, each with its fix."""
+        from pipeline.xent.games import library_names, load_game
+        from pipeline.xent.xgl import ParseError
+
+        known = [e.name for e in models.roster]
+        problems = roster_problems([*indexed("players", self.players), ("opponent", self.opponent)],
+                                   known, source, models_source)
+        judges = judge_names()
+        for field, names in (("judge", [self.judge]), ("rescore_judges", self.rescore_judges)):
+            for name in names:
+                bare = name.removeprefix("local/")
+                if "/" in bare or bare.startswith((".", "~")) or bare in judges or Path(bare).is_dir():
+                    continue
+                guess = did_you_mean(bare, judges)
+                problems.append(f"{source}: {field}: {name!r} is neither a registered judge nor a model directory; "
+                                f"{guess + ' ' if guess else ''}use one of {', '.join(judges)} or the path of a "
+                                "Hugging Face model directory")
+        library = library_names()
+        for i, ref in enumerate(self.games):
+            if not Path(ref).suffix and ref not in library:
+                guess = did_you_mean(ref, library)
+                problems.append(f"{source}: games[{i}]: {ref!r} is not a library game; "
+                                f"{guess + ' ' if guess else ''}use one of {', '.join(library)} or the path of a .xgl file")
+            elif Path(ref).suffix and not Path(ref).is_file():
+                problems.append(f"{source}: games[{i}]: {ref} does not exist; give the path of a .xgl file "
+                                f"(relative to the project root) or a library game: {', '.join(library)}")
+            else:
+                try:
+                    load_game(ref)
+                except ParseError as exc:
+                    problems.append(f"{source}: games[{i}]: {exc}")
+        if problems:
+            raise ParamsError("\n".join(problems))
+
+
+def judge_names() -> list[str]:
+    """The judges `judge` may name besides a model directory: the registered ones and `word` (the
+    model-free test judge of `python -m pipeline xent play-program --judge word`)."""
+    from pipeline.core.judge import known_judges
+
+    return sorted({*known_judges(), "word"})
 
 
 def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:

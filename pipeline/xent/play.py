@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
+from pipeline.core.concurrency import gather_moves
 from pipeline.core.io import seed_from
 from pipeline.core.players import MoveRequest, Player
 from pipeline.xent.games import Game
@@ -197,9 +198,9 @@ async def play_job_maps(game: Game, maps: Sequence[tuple[str, Program]], player:
                         judge: JudgeLike, rounds: int, settings: PlaySettings) -> list[dict[str, Any]]:
     """All maps of one game for one player, concurrently (the judge batches their requests)."""
     seats = seat_players(game, player, opponent)
-    return list(await asyncio.gather(*(
+    return await gather_moves(*(
         play_map(game, program, map_id, seats, judge, rounds, settings) for map_id, program in maps
-    )))
+    ))
 
 
 def job_record(game: Game, job_id: str, player: Player, opponent: Player | None, judge: Any, rounds: int,

@@ -227,6 +227,9 @@ def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame
             "trueskill_rank": int(row["rank"]) if row else None,
             "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
             "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
+            # the evidence behind the intervals (pipeline.core.rating.interval_settled)
+            "trueskill_games": int(row["events"]) if row and row.get("events") is not None else None,
+            "trueskill_resamples": int(row["resamples"]) if row and row.get("resamples") is not None else None,
             "empty_at_token_limit": int(empty.get(model, 0)),
         })
         metrics[model] = entry

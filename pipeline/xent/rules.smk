@@ -52,6 +52,7 @@ rule xent_rescore:
     input:
         records=XENT_PLAN.jobs,
         params=XENT_PARAMS,
+        guard=params_guard(PARAMS_PROBLEMS, "xent"),  # names that resolve to nothing stop here
     output:
         [f"results/xent/{name}" for name in RESCORE_OUTPUTS],
     params:

@@ -60,12 +60,7 @@ def _entry_identity(models: ModelsParams, name: str) -> dict:
 
 
 def build_schedule(params: XentParams, models: ModelsParams, source: str = "params/xent.yaml") -> Schedule:
-    known = {e.name for e in models.roster}
-    for field, names in (("players", params.players), ("opponent", [params.opponent])):
-        for name in names:
-            if name not in known:
-                raise ParamsError(f"{source}: {field}: {name!r} is not a roster name in params/models.yaml "
-                                  f"(known: {', '.join(sorted(known))})")
+    params.check_roster(models, source)
     games: dict[str, Game] = {}
     refs: dict[str, str] = {}
     imported: dict[str, tuple[MapSpec, ...]] = {}

@@ -50,6 +50,7 @@ def rate(params: CoinflipParams, games_dir: Path, out: Path) -> None:
             "wins": int(won.get(row["player"], 0)),
             "trueskill_mu": round(row["mu"], 4), "trueskill_sigma": round(row["sigma"], 4),
             "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"], "trueskill_rank_hi": row["rank_hi"],
+            "trueskill_games": row["events"], "trueskill_resamples": row["resamples"],
         }
         for row in summary.iter_rows(named=True)
     }

@@ -1,0 +1,1 @@
+"""Readable views of the DVC metrics files (`python -m pipeline metrics`)."""
