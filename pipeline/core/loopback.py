@@ -305,6 +305,13 @@ class LoopbackServer:
             return response
         raise ValueError(f"unknown loopback fault {fault!r}")
 
+    def settle(self, timeout_s: float = 10.0) -> None:
+        """Wait until no request is being handled (a stalled handler notices its client left only
+        at its next look), so `log` holds every request's outcome."""
+        deadline = time.monotonic() + timeout_s
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def answered_keys(self) -> list[str]:
         """The body key of every request answered with a whole completion, one per delivery."""
         return [served.key for served in self.log if served.outcome == "answered"]
