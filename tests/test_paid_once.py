@@ -181,11 +181,14 @@ def test_a_killed_runs_attempts_are_in_the_games_calls_table_after_the_rerun(tmp
         killed = subprocess.Popen(command, cwd=project, env=env(), text=True, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, start_new_session=True)
         journals = project / ".cache/responses" / JOURNAL_DIR
-        kill_when(killed, lambda: sum(len(p.read_bytes().splitlines()) for p in journals.rglob("*.jsonl")) >= 3,
-                  timeout=120)  # killed mid-game, three answers in
+        # killed mid-game once the first answer is in: the seating and words follow the game id, which
+        # the loopback's port changes, and a game may end after round 1 (one speech, one vote), but
+        # never before the API seat's vote, another 0.3 s answer away
+        kill_when(killed, lambda: sum(len(p.read_bytes().splitlines()) for p in journals.rglob("*.jsonl")) >= 1,
+                  timeout=120)
         assert not (project / f"games/{game}.calls.parquet").exists()
         paid_before = unfinished_calls(project / ".cache/responses")["request_id"].to_list()
-        assert len(paid_before) >= 3 and set(paid_before) == {r["key"][:16] for r in ledger.records()}
+        assert len(paid_before) >= 1 and set(paid_before) == {r["key"][:16] for r in ledger.records()}
 
         monkeypatch.chdir(project)  # the same command again (in this process: no second start-up)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-loopback")
