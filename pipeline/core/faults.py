@@ -68,15 +68,20 @@ def effective_faults(configured: FaultSettings) -> FaultSettings:
     return load_params(FaultSettings, path) if path else configured
 
 
-def draw_fault(settings: FaultSettings, key: str, attempt: int) -> str | None:
-    """The fault of one request attempt (None: no fault); a pure function of its arguments."""
-    u = seed_from("fault", settings.seed, key, attempt) / 2.0**63
+def pick_by_rates(u: float, rates: object, kinds: tuple[str, ...]) -> str | None:
+    """The kind whose slice of [0, 1) holds `u`, the slices laid end to end in `kinds` order, each
+    as wide as that kind's rate (the attribute of `rates`); None past their sum (no fault)."""
     edge = 0.0
-    for kind in FAULT_KINDS:
-        edge += getattr(settings, kind)
+    for kind in kinds:
+        edge += getattr(rates, kind)
         if u < edge:
             return kind
     return None
+
+
+def draw_fault(settings: FaultSettings, key: str, attempt: int) -> str | None:
+    """The fault of one request attempt (None: no fault); a pure function of its arguments."""
+    return pick_by_rates(seed_from("fault", settings.seed, key, attempt) / 2.0**63, settings, FAULT_KINDS)
 
 
 def transport_exception(kind: str, model: str, provider: str) -> Exception:

@@ -38,6 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.faults import pick_by_rates
+
 Reply = Callable[[Sequence[dict[str, Any]]], str]
 
 
@@ -91,13 +93,7 @@ class FaultMix:
         if self.faulty_repeats is not None and seen_before >= self.faulty_repeats:
             return None
         digest = hashlib.sha256(f"{self.seed}:{body_key}:{seen_before}".encode()).digest()
-        u = int.from_bytes(digest[:8], "big") / 2.0**64
-        edge = 0.0
-        for name in FAULTS:
-            edge += getattr(self, name)
-            if u < edge:
-                return name
-        return None
+        return pick_by_rates(int.from_bytes(digest[:8], "big") / 2.0**64, self, FAULTS)
 
 
 def body_key(body: Any) -> str:

@@ -121,16 +121,16 @@ def failure_message(outcome: ShardOutcome) -> str:
     )
 
 
-def game_done(games: str | Path, game_id: str) -> bool:
+def game_done(games: str | Path, game_id: str, log_pattern: str = "*") -> bool:
     """Whether a game's outputs are complete, as the rooms that play shards write them: a record
     `<id>.json` (written last) beside its calls table `<id>.calls.parquet`, or a folder `<id>/`
-    whose calls table is written after the game's log. What a shard job skips, and what the run
-    plan does not count again on a resumed run."""
+    whose calls table is written after the game's log (a file matching `log_pattern`). What a shard
+    job skips, and what the run plan does not count again on a resumed run."""
     folder = Path(games)
     if (folder / f"{game_id}.json").is_file():
         return (folder / f"{game_id}.calls.parquet").is_file()
     own = folder / game_id
-    return (own / "calls.parquet").is_file() and any(p.name != "calls.parquet" for p in own.iterdir())
+    return (own / "calls.parquet").is_file() and any(p.name != "calls.parquet" for p in own.glob(log_pattern))
 
 
 def split_ids(text: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 from pipeline.core.verbs import say
@@ -27,7 +28,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
     from pipeline.core.params import ParamsError
     from pipeline.core.roster import load_models
-    from pipeline.core.shards import ShardGame, run_shard
+    from pipeline.core.shards import ShardGame, game_done, run_shard
     from pipeline.core.verbs import job_ids
     from pipeline.elimination.config import load_elimination_params
     from pipeline.elimination.engine import GameSpec, game_spec, play_game, run_game
@@ -55,9 +56,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     async def play(spec: GameSpec) -> None:
         await play_game(spec, models, out / spec.game_id)
 
-    def done(game_id: str) -> bool:  # the calls table is written after the log
-        return (out / game_id / "calls.parquet").exists() and any((out / game_id).glob("game_*.jsonl"))
-
+    done = partial(game_done, out, log_pattern="game_*.jsonl")  # the calls table is written after the log
     return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
                      marker=args.marker, say=say)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 
@@ -22,7 +23,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
     from pipeline.core.io import write_json_atomic
     from pipeline.core.llm import Gateway
-    from pipeline.core.shards import ShardGame, run_shard
+    from pipeline.core.shards import ShardGame, game_done, run_shard
     from pipeline.core.verbs import job_ids, say
     from pipeline.whoisspy.engine import play_game, run_game
     from pipeline.whoisspy.schedule import GameSpec, find_game
@@ -49,10 +50,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
         write(spec, gateway, await play_game(spec, models, gateway))
 
-    def done(game_id: str) -> bool:
-        return (out / f"{game_id}.json").exists() and (out / f"{game_id}.calls.parquet").exists()
-
-    return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
+    return run_shard([ShardGame(s.game_id, s) for s in specs], play, partial(game_done, out), at_once=models.parallel.games_per_job,
                      marker=args.marker, say=say)
 
 
