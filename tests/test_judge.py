@@ -261,6 +261,31 @@ def test_disk_cache_is_keyed_by_fingerprint_and_survives_a_new_judge(gpt2_dir: P
     assert fp["dtype"] == "float32" and fp["device"] == "cpu" and len(fp["weights_sha256"]) == 64
 
 
+def test_the_weights_dtype_is_in_the_fingerprint_and_the_cache_key(gpt2_dir: Path, tmp_path: Path) -> None:
+    full = Judge(gpt2_dir, dtype="float32", cache_dir=tmp_path / "scores")
+    half = Judge(gpt2_dir, dtype="bfloat16", cache_dir=tmp_path / "scores")
+    assert (full.fingerprint.dtype, half.fingerprint.dtype) == ("float32", "bfloat16")
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    assert full._key("hello there", "greeting: ") != half._key("hello there", "greeting: ")
+    kept = full.xent("hello there", "greeting: ")
+    half.xent("hello there", "greeting: ")
+    assert half.forward_passes == 1  # a float32 score is never reused for bfloat16
+    assert half.xent("hello there", "greeting: ").judge.dtype == "bfloat16" and kept.judge.dtype == "float32"
+    auto = Judge(gpt2_dir, dtype="auto", cache_dir=tmp_path / "scores")  # on CPU: float32, the same numbers
+    assert auto.fingerprint == full.fingerprint and auto.xent("hello there", "greeting: ").bits == kept.bits
+    assert auto.forward_passes == 0
+    with pytest.raises(JudgeError, match="unknown dtype 'float8'; expected one of float32, bfloat16, auto"):
+        Judge(gpt2_dir, dtype="float8")
+
+
+def test_load_judge_keys_by_the_resolved_dtype_and_names_the_fix_for_an_unknown_model(gpt2_dir: Path) -> None:
+    register_judge("tiny-dtype-test", lambda: gpt2_dir)
+    assert load_judge("tiny-dtype-test", dtype="auto") is load_judge("tiny-dtype-test", dtype="float32")
+    assert load_judge("tiny-dtype-test", dtype="bfloat16").fingerprint.dtype == "bfloat16"
+    with pytest.raises(JudgeError, match=r"huggingface-cli download nobody-xyz/no-such-judge"):
+        load_judge("nobody-xyz/no-such-judge")  # a hub id not in the local cache: never downloaded here
+
+
 def test_concurrent_requests_are_batched_together(gemma_dir: Path) -> None:
     judge = Judge(gemma_dir)
     pairs = [(f"story number {i} " * (1 + i % 3), f"prefix {i}") for i in range(24)]

@@ -67,6 +67,9 @@ def test_prompts_come_from_the_game_and_the_reasoning_seat_writes_its_analysis(t
     assert speeches == sorted(speeches) and speeches[-1] - speeches[0] > 6 * 400 // 4  # a round of descriptions
     assert all(r.prompt_tokens > v.prompt_tokens for r, v in zip(moves["reasoned_vote"], moves["vote"]))
     assert moves["reasoned_vote"][0].expected_visible > REASONED_VOTE_WORDS
+    # a vote after a public analysis reads it: about REASONED_VOTE_WORDS more tokens of prompt
+    assert all(h.prompt_tokens - v.prompt_tokens >= REASONED_VOTE_WORDS // 2 and h.kind == "vote"
+               for h, v in zip(moves["heard_vote"], moves["vote"]))
     shorter = planned_moves(RulesParams(max_chars=100), ReplyParams(speech_max_tokens=10))
     assert shorter["speech"][0].prompt_tokens < moves["speech"][0].prompt_tokens
     assert shorter["speech"][0].game_tokens == 10 and moves["speech"][0].game_tokens is None

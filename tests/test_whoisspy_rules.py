@@ -13,15 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import litellm
+import polars as pl
 import pytest
 
 from pipeline.core.llm import Gateway
 from pipeline.core.players import register_bot
 from pipeline.whoisspy.config import RulesParams
-from pipeline.whoisspy.engine import NO_DESCRIPTION, parse_vote, run_game
+from pipeline.whoisspy.engine import NO_DESCRIPTION, parse_vote, read_ballot, run_game
 from pipeline.whoisspy.fouls import says_word
+from pipeline.whoisspy.metrics import build_tables
 from pipeline.whoisspy.prompts import ATTACK_LINE, DEFENSE_LINE
 from pipeline.whoisspy.schedule import make_spec
+from pipeline.whoisspy.schemas import VotesSchema
 from tests.conftest import models_params
 
 SEATS = [f"s{i}" for i in range(1, 7)]  # roster name s<i> sits in seat P<i>
@@ -91,6 +94,7 @@ def play(
     starter: int = 0,
     replicate: int = 0,
     focal: str | None = None,
+    reasoning_analysis: str = "public",
 ) -> tuple[dict[str, Any], Gateway]:
     models = models_params(ROSTER)
     spec = make_spec(
@@ -105,6 +109,7 @@ def play(
         replicate=replicate,
         focal=focal,
         focal_role=None if focal is None else ("spy" if (seats or SEATS)[spy] == focal else "civilian"),
+        reasoning_analysis=reasoning_analysis,
     )
     gateway = Gateway(models, job="test", cache_dir=tmp_path / "cache")
     return run_game(spec, models, gateway), gateway
@@ -213,15 +218,72 @@ def test_descriptions_are_cut_at_400_characters(tmp_path: Path, script: Script) 
 
 # -- votes, ties, end conditions, scores --------------------------------------------------------
 
-def test_parse_vote() -> None:
+def test_lenient_parse_takes_the_first_candidate_mentioned() -> None:
     candidates = ["P1", "P3", "P4"]
-    assert parse_vote("P3", candidates) == "P3"
-    assert parse_vote("I vote for player 4.", candidates) == "P4"
-    assert parse_vote("abstain", candidates) is None
-    assert parse_vote("P2", candidates) is None  # own name or not a candidate: abstention
-    assert parse_vote("P9 obviously", candidates) is None
-    assert parse_vote("Bananas.", candidates) is None
-    assert parse_vote("P4 sounded odd, but P1 even more.\nVOTE: P1", candidates) == "P1"
+    assert parse_vote("P3", candidates, "lenient") == "P3"
+    assert parse_vote("I vote for player 4.", candidates, "lenient") == "P4"
+    assert parse_vote("abstain", candidates, "lenient") is None
+    assert parse_vote("P2", candidates, "lenient") is None  # own name or not a candidate: abstention
+    assert parse_vote("P9 obviously", candidates, "lenient") is None
+    assert parse_vote("Bananas.", candidates, "lenient") is None
+    assert parse_vote("P4 sounded odd, but P1 even more.\nVOTE: P1", candidates, "lenient", reasoned=True) == "P1"
+
+
+@pytest.mark.parametrize(
+    ("reply", "reasoned", "paper", "lenient"),
+    [
+        ("P3", False, ("P3", "named"), ("P3", "named")),
+        ("  P3\n", False, ("P3", "named"), ("P3", "named")),
+        ("abstain", False, (None, "abstain"), (None, "abstain")),
+        ("I vote for P3.", False, (None, "invalid"), ("P3", "named")),  # names one, but is not a name
+        ("P3.", False, (None, "invalid"), ("P3", "named")),
+        ("player 4", False, (None, "invalid"), ("P4", "named")),
+        ("p3", False, (None, "invalid"), ("P3", "named")),
+        ("P2", False, (None, "invalid"), (None, "invalid")),  # not a candidate under either parse
+        ("Bananas.", False, (None, "invalid"), (None, "invalid")),
+        ("VOTE: P1", False, (None, "invalid"), ("P1", "named")),  # a plain vote has no VOTE line
+        ("P4 sounded odd, but P1 even more.\nVOTE: P1", True, ("P1", "named"), ("P1", "named")),
+        ("P4 sounded odd, so P4 it is.\nVOTE: P4 (the odd one)", True, (None, "invalid"), ("P4", "named")),
+        ("P4 sounded odd.\nVOTE: abstain", True, (None, "abstain"), (None, "abstain")),
+        ("P4 sounded odd, I pick P4.", True, (None, "invalid"), ("P4", "named")),  # no VOTE line
+        ("P4", True, ("P4", "named"), ("P4", "named")),  # a bare name (a bot's reply) is its vote
+    ],
+)
+def test_the_paper_counts_only_a_candidates_exact_name(reply: str, reasoned: bool, paper: tuple, lenient: tuple) -> None:
+    """Appendix A: "The content of the votes must be from the given list of names; any other output
+    will be counted as an abstention." Ours (lenient) takes the first candidate mentioned."""
+    candidates = ["P1", "P3", "P4"]
+    for parse, expected in (("paper", paper), ("lenient", lenient)):
+        ballot = read_ballot(reply, candidates, parse, reasoned)
+        assert (ballot.target, ballot.kind) == expected, parse
+    assert read_ballot(reply, candidates, reasoned=reasoned) == read_ballot(reply, candidates, "paper", reasoned)
+
+
+def test_a_reply_naming_no_candidate_is_an_abstention_in_the_game_and_its_tables(tmp_path: Path, script: Script) -> None:
+    for name in SEATS[1:]:
+        script.set(name, "vote", 1, "I think P1 is the spy.")  # mentions P1, is not a name
+    script.set("s2", "vote", 1, "P4")
+    record, _ = play(tmp_path, spy=0)
+    round_1 = [e for e in events(record, "vote") if e["round"] == 1]
+    assert {e["voter"]: (e["target"], e["ballot"]) for e in round_1} == {
+        "P1": (None, "abstain"), "P2": ("P4", "named"),
+        **{f"P{i}": (None, "invalid") for i in range(3, 7)},
+    }
+    assert record["rules"]["vote_parse"] == "paper"
+    assert seat(record, "P4")["eliminated_round"] == 1  # the only vote counted
+    assert seat(record, "P1")["vote_transfer"] == 0.0 and record["winner"] == "spy"
+    votes = VotesSchema.validate(build_tables([record])["votes"]).filter(pl.col("round") == 1).sort("voter")
+    assert votes["abstained"].to_list() == [True, False, True, True, True, True]
+    assert votes["ballot"].to_list() == ["abstain", "named"] + ["invalid"] * 4
+    assert VotesSchema.validate(build_tables([record])["votes"]).filter(~pl.col("abstained")).height == 1
+    heard = next(m for n, k, r, m in script.calls if (n, k, r) == ("s2", "speech", 2))[-1]["content"]
+    assert "P3 abstained" in heard  # the others are told it was an abstention
+
+    lenient, _ = play(tmp_path, spy=0, rules=RulesParams(vote_parse="lenient"))
+    assert lenient["game_id"] != record["game_id"]
+    assert {e["voter"]: e["target"] for e in events(lenient, "vote") if e["round"] == 1} == {
+        "P1": None, "P2": "P4", **{f"P{i}": "P1" for i in range(3, 7)}}
+    assert lenient["winner"] == "civilians" and seat(lenient, "P1")["vote_transfer"] == -4.0
 
 
 def test_a_tie_eliminates_nobody(tmp_path: Path, script: Script) -> None:
@@ -372,22 +434,73 @@ def test_injected_line_reaches_others_only_as_the_spys_speech(tmp_path: Path, sc
 
 def test_reasoning_variant_asks_only_the_focal_civilian_for_an_analysis(tmp_path: Path, script: Script) -> None:
     # as in the paper, one model reasons: the game's focal model (s3 in seat P3), a civilian here
-    analysis = "P1 described something bitter, unlike the rest of us.\nVOTE: P1"
-    for name in SEATS[1:]:
-        script.set(name, "vote", 1, analysis)
+    script.set("s3", "vote", 1, "P1 described something bitter, unlike the rest of us.\nVOTE: P1")
+    everyone_votes(script, 1, "P1", voters=[n for n in SEATS[1:] if n != "s3"])
     record, _ = play(tmp_path, spy=0, variant="reasoning", focal="s3")
     vote_prompts = {name: m[-1]["content"] for name, kind, _, m in script.calls if kind == "vote"}
     assert "First give your analysis" in vote_prompts["s3"]
     assert all("First give your analysis" not in vote_prompts[n] for n in SEATS if n != "s3")
-    assert record["reasoning_seat"] == "P3"
+    assert record["reasoning_seat"] == "P3" and record["reasoning_analysis"] == "public"
     votes = events(record, "vote")
     assert [e["voter"] for e in votes if "analysis" in e] == ["P3"]
     assert {e["voter"]: e["target"] for e in votes if e["voter"] != "P1"} == {f"P{i}": "P1" for i in range(2, 7)}
     assert record["winner"] == "civilians"
-    assert all("unlike the rest of us" not in m[-1]["content"] for _, _, _, m in script.calls)
     # a focal model playing the spy: nobody reasons
     spy_game, _ = play(tmp_path, spy=2, variant="reasoning", focal="s3", replicate=1)
     assert spy_game["reasoning_seat"] is None and not any("analysis" in e for e in events(spy_game, "vote"))
+    assert not events(spy_game, "analysis")
+
+
+def test_the_reasoning_analysis_is_heard_by_the_later_voters_unless_private(tmp_path: Path, script: Script) -> None:
+    """The paper (section 5.4, table 5): the reasoning model's analysis is said aloud, and the other
+    civilians hear it before they vote. `reasoning_analysis: private` keeps it to the reasoner."""
+    CAPTURED.clear()
+    analysis = "P2 said something bitter, unlike the rest of us; I drink tea, not that."
+    script.set("s3", "vote", 1, f"{analysis}\nVOTE: P2")
+    script.set("s3", "vote", 2, "Nothing new this round.\nVOTE: abstain")
+    everyone_votes(script, 1, "P4", voters=["s1", "s5"])  # P4 is out, so the game goes on
+    seats = SEATS[:5] + ["capture"]  # a bot hears it too, in its messages
+    record, _ = play(tmp_path, spy=1, variant="reasoning", focal="s3", seats=seats)
+    spoken = "P2 said something bitter, unlike the rest of us; I drink [...], not that."  # own word hidden
+    assert [(e["round"], e["seat"], e["text"]) for e in events(record, "analysis")] == [
+        (1, "P3", spoken), (2, "P3", "Nothing new this round.")]
+    order = [e["type"] for e in record["events"] if e["type"] in ("analysis", "vote") and e["round"] == 1]
+    assert order == ["analysis"] + ["vote"] * 6  # said before the votes are recorded
+    reasoner = next(e for e in events(record, "vote") if e["voter"] == "P3" and e["round"] == 1)
+    assert reasoner["target"] == "P2" and reasoner["analysis_heard"] is True
+
+    def prompts(kind: str, round_no: int) -> dict[str, str]:
+        return {n: m[-1]["content"] for n, k, r, m in script.calls if (k, r) == (kind, round_no)}
+
+    for name, prompt in prompts("vote", 1).items():  # every later voter hears it, the reasoner did not yet
+        assert (spoken in prompt) == (name != "s3"), name
+        assert "VOTE: P2" not in prompt  # its vote stays secret until the votes are counted
+    assert "every player hears your analysis" in prompts("vote", 1)["s3"]
+    assert all(spoken in p for p in prompts("speech", 2).values())  # and it stays in the record
+    bot_votes = [r for r in CAPTURED if r.kind == "vote" and r.state["round"] == 1]
+    assert bot_votes and spoken in bot_votes[0].messages[-1]["content"]
+    assert not any(says_word(json.dumps(list(r.messages)), SPY_WORD) for r in CAPTURED)
+
+    script.calls.clear()
+    private, _ = play(tmp_path, spy=1, variant="reasoning", focal="s3", seats=seats,
+                      reasoning_analysis="private")
+    assert private["game_id"] != record["game_id"] and private["reasoning_analysis"] == "private"
+    assert not events(private, "analysis")
+    assert next(e for e in events(private, "vote") if e["voter"] == "P3")["analysis_heard"] is False
+    assert script.calls and all("unlike the rest of us" not in m[-1]["content"] for _, _, _, m in script.calls)
+    assert "no other player hears it" in prompts("vote", 1)["s3"]
+
+
+def test_the_analysis_option_changes_only_reasoning_games() -> None:
+    models = models_params(ROSTER)
+    common = {"seats": SEATS, "spy_seat": 0, "civilian_word": CIVILIAN_WORD, "spy_word": SPY_WORD, "focal": "s3",
+              "focal_role": "civilian"}
+    for variant, differs in (("baseline", False), ("attack", False), ("reasoning", True)):
+        public = make_spec(models, variant=variant, **common)
+        private = make_spec(models, variant=variant, reasoning_analysis="private", **common)
+        assert (public.game_id != private.game_id) is differs, variant
+    with pytest.raises(ValueError, match="reasoning_analysis"):
+        make_spec(models, variant="reasoning", reasoning_analysis="loud", **common)
 
 
 @pytest.mark.parametrize(("variant", "line"), [("attack", ATTACK_LINE), ("defense", DEFENSE_LINE)])

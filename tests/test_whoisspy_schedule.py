@@ -98,6 +98,28 @@ def test_params_errors_name_the_file_the_field_and_the_fix(tmp_path: Path) -> No
     bad.write_text(yaml.safe_dump({"players": ["a"], "fill": ["b"], "variants": ["attack"]}))
     with pytest.raises(ParamsError, match="rank_variant 'baseline' is not among variants"):
         load_whoisspy(bad)
+    bad.write_text(yaml.safe_dump({"players": ["a"], "fill": ["b"], "reasoning_analysis": "loud",
+                                   "rules": {"vote_parse": "strict"}}))
+    with pytest.raises(ParamsError) as error:
+        load_whoisspy(bad)
+    message = str(error.value)
+    assert str(bad) in message
+    assert "fix: set reasoning_analysis to one of public, private" in message
+    assert "fix: set rules.vote_parse to one of paper, lenient" in message
+
+
+def test_the_paper_vote_parse_and_a_public_analysis_are_the_defaults() -> None:
+    assert (params().rules.vote_parse, params().reasoning_analysis) == ("paper", "public")
+    for path in ("params/whoisspy.yaml", "params/paper/whoisspy.yaml"):
+        shipped = load_whoisspy(REPO / path)
+        assert (shipped.rules.vote_parse, shipped.reasoning_analysis) == ("paper", "public"), path
+    reasoning = params(variants=["baseline", "reasoning"])
+    games = build_schedule(reasoning, models_params(ROSTER))
+    private = build_schedule(params(variants=["baseline", "reasoning"], reasoning_analysis="private"),
+                             models_params(ROSTER))
+    for public_game, private_game in zip(games, private, strict=True):
+        assert public_game.reasoning_analysis == "public" and private_game.reasoning_analysis == "private"
+        assert (public_game.game_id == private_game.game_id) == (public_game.variant == "baseline")
 
 
 def test_the_shipped_params_schedule_the_demo() -> None:

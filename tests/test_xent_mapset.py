@@ -91,9 +91,12 @@ def test_a_map_set_plays_through_the_stages_with_seeds_and_token_usage(tmp_path:
 
     from pipeline.xent.report import write_rate
 
-    write_rate("params/xent.yaml", "out")
+    write_rate("params/xent.yaml", "out", "params/models.yaml")
     scores = read_table(Path("out/scores.parquet"), ScoresSchema)
     assert set(scores["game"]) == {"alethiometer", "condense"} and scores.height == 4
+    # a published table shows that these scores are not the map set's: another judge, rounds and field
+    metrics = json.loads(Path("out/metrics.json").read_text())
+    assert all(entry["map_set_differs"] == ["judge", "players", "rounds"] for entry in metrics.values())
 
 
 def test_a_missing_map_set_is_a_params_error_with_the_fix(tmp_path: Path) -> None:

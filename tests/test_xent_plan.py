@@ -18,7 +18,7 @@ from pipeline.core.budgets import DEFAULT_REASONING_TOKENS, tokens_for_words
 from pipeline.core.estimates import PlanContext
 from pipeline.core.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.core.schemas import CallsSchema, calls_frame, write_table
-from pipeline.xent.config import load_xent
+from pipeline.xent.config import XentParams, load_xent
 from pipeline.xent.plan import MOVE_TAG_TOKENS, THOUGHT_WORDS, estimate_play, expected_visible, game_work
 from pipeline.xent.schedule import build_schedule
 from tests.conftest import REPO, models_params, write_roster
@@ -75,15 +75,23 @@ def test_demo_games_are_counted_from_their_programs() -> None:
 
 
 def test_the_per_map_conversation_grows_the_prompts_of_later_rounds() -> None:
-    params = load_xent(REPO / "params/xent.yaml")
-    game = build_schedule(params, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
+    demo = load_xent(REPO / "params/xent.yaml")
+    game = build_schedule(demo, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
     maps = game.maps["condense"]
+
+    def replies(**update: object) -> XentParams:
+        return demo.model_copy(update={"replies": demo.replies.model_copy(update=update)})
+
+    params = replies(conversation="per_map", detail_rounds=1)
     one = game_work(game.games["condense"], maps, 1, params).moves["black"][0]
     five = game_work(game.games["condense"], maps, 5, params).moves["black"][0]
     assert five.calls == 5 and five.prompt_tokens > 2 * one.prompt_tokens  # mean of a growing conversation
-    per_ask = params.model_copy(update={"replies": params.replies.model_copy(update={"conversation": "per_ask"})})
-    fresh = game_work(game.games["condense"], maps, 5, per_ask).moves["black"][0]
+    fresh = game_work(game.games["condense"], maps, 5, replies(conversation="per_ask", detail_rounds=1)).moves["black"][0]
     assert one.prompt_tokens < fresh.prompt_tokens < five.prompt_tokens
+    # the published protocol (the default): a fresh prompt with every round in detail grows faster
+    full = game_work(game.games["condense"], maps, 5, demo).moves["black"][0]
+    assert (demo.replies.conversation, demo.replies.detail_rounds) == ("per_ask", None)
+    assert fresh.prompt_tokens < full.prompt_tokens
 
 
 def test_an_imported_map_set_counts_each_maps_program(tmp_path: Path) -> None:

@@ -67,10 +67,11 @@ def test_scripted_player_improves_over_rounds_on_condense(tmp_path: Path, fake_p
     found, _ = players(tmp_path, "scripted")
     game = load_game("condense")
     program = parse_program(CONDENSE_MAP)
-    record = asyncio.run(play_map(game, program, "m1", {"black": found["scripted"]}, WordJudge(), 3, PlaySettings()))
+    record = asyncio.run(play_map(game, program, "m1", {"black": found["scripted"]}, WordJudge(), 3,
+                                  PlaySettings(conversation="per_map")))
     totals = [r["total_bits"] for r in record["rounds"]]
     assert totals == pytest.approx([0.0, 1.5, 4.5])  # strictly better every round
-    # one conversation per map (the reference's): round 3's request holds every earlier turn
+    # one conversation per map (the option): round 3's request holds every earlier turn
     messages = fake_provider.calls[2]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     first, last = messages[1]["content"], messages[-1]["content"]
@@ -80,6 +81,36 @@ def test_scripted_player_improves_over_rounds_on_condense(tmp_path: Path, fake_p
     assert "Round 2: total" in last and "your move x = 'balls'" in last and "per token:" in last
     assert "Round 1" not in last and "## Code" not in last  # only what is new since the last ask
     assert [m["move"] for r in record["rounds"] for m in r["moves"]] == ["zebra", "balls", "dogs chasing balls gardens"]
+
+
+LONG_STORY_MAP = CONDENSE_MAP.replace("the dog chased a red ball across the garden",
+                                      " ".join(f"word{i}" for i in range(80)))
+
+
+def test_the_default_is_the_published_protocol_a_fresh_prompt_with_every_round_and_token(tmp_path: Path,
+                                                                                          fake_provider) -> None:
+    fake_provider.script = ["<move>zebra</move>", "<move>word1 stems</move>", "<move>word2</move>"]
+    found, _ = players(tmp_path, "scripted")
+    settings = PlaySettings()
+    assert (settings.conversation, settings.detail_rounds) == ("per_ask", None)
+    assert XentParams.model_validate({"players": ["p"], "games": ["condense"]}).replies.conversation == "per_ask"
+    asyncio.run(play_map(load_game("condense"), parse_program(LONG_STORY_MAP), "m1", {"black": found["scripted"]},
+                         WordJudge(), 3, settings))
+    third = fake_provider.calls[2]["messages"]
+    assert [m["role"] for m in third] == ["system", "user"]  # one fresh prompt, no earlier turns
+    prompt = third[1]["content"]
+    assert "## Code" in prompt and "Round 1: total" in prompt and "Round 2: total" in prompt
+    breakdowns = [line for line in prompt.splitlines() if "per token:" in line]
+    assert len(breakdowns) == 2  # every earlier round with its breakdown, not only the last
+    assert all("word79'" in line and "(+" not in line for line in breakdowns)  # all 79 scored tokens, none cut
+    # ours: the last N rounds, at most 60 tokens each
+    fake_provider.calls.clear()
+    fake_provider.script = ["<move>zebra</move>", "<move>word1 stems</move>", "<move>word2</move>"]
+    asyncio.run(play_map(load_game("condense"), parse_program(LONG_STORY_MAP), "m1", {"black": found["scripted"]},
+                         WordJudge(), 3, PlaySettings(detail_rounds=1)))
+    short = fake_provider.calls[-1]["messages"][1]["content"]  # round 3 (round 1 is answered from the cache)
+    (breakdown,) = [line for line in short.splitlines() if "per token:" in line]
+    assert "word79'" not in breakdown and "(+19 tokens)" in breakdown
 
 
 def test_a_reply_without_a_move_tag_is_the_move_and_the_next_ask_reminds(tmp_path: Path, fake_provider) -> None:
@@ -103,7 +134,7 @@ def test_reference_protocol_lets_the_model_think_and_plays_the_last_closed_move(
     found, _ = players(tmp_path, "scripted")
     judge = WordJudge()
     maps = asyncio.run(play_job_maps(load_game("condense"), [("m1", parse_program(CONDENSE_MAP))], found["scripted"],
-                                     None, judge, 2, PlaySettings()))
+                                     None, judge, 2, PlaySettings(conversation="per_map")))
     record = job_record(load_game("condense"), "j1", found["scripted"], None, judge, 2, maps, {})
     assert record["prompt_version"] == PROMPT_VERSION
     first, second = (r["moves"][0] for r in record["maps"][0]["rounds"])
@@ -125,7 +156,8 @@ def test_short_protocol_asks_for_the_move_only_and_stops_at_the_closing_tag(tmp_
     fake_provider.script = ["<move>dogs", "<move>balls"]  # providers remove the stop sequence
     found, _ = players(tmp_path, "scripted")
     record = asyncio.run(play_map(load_game("condense"), parse_program(CONDENSE_MAP), "m1",
-                                  {"black": found["scripted"]}, WordJudge(), 2, PlaySettings(protocol="short")))
+                                  {"black": found["scripted"]}, WordJudge(), 2,
+                                  PlaySettings(protocol="short", conversation="per_map")))
     assert [(m["move"], m["tagged"]) for r in record["rounds"] for m in r["moves"]] == [("dogs", True), ("balls", True)]
     assert all(call["optional_params"]["stop"] == ["</move>"] for call in fake_provider.calls)
     first, later = (call["messages"][-1]["content"] for call in fake_provider.calls)

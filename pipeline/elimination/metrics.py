@@ -1,12 +1,21 @@
-"""Social metrics per model, from the tidy tables.
+"""Social metrics per model, from the tidy tables: the original benchmark's charts under their
+names, and our variants under theirs (docs/elimination.md, "Metrics").
 
-- betrayal rate (betrayer): rounds in which the model voted (or re-voted) against the seat it had
-  just talked with in private, over its private chats (pairings). As victim: the same seen from
-  the partner who was voted against.
-- final-2 win rate: wins over games in which it reached the last two.
-- first place / earliest out: seats that finished first / were eliminated first.
-- wordiness: words per message before any cut (the original did not enforce limits, ours cut, so
-  the words a model wrote stay measurable), over public, tie-break, plea and private messages.
+As the original computes them, over the games its leaderboard counts (those with final ranks):
+
+- `buddy_betrayal_rate` (betrayer): the times the model voted (first vote or re-vote, each `vote`
+  record) against the seat it had talked with in private that round, over its private chats (one
+  per round in which it was paired). `buddy_betrayed_rate` (victim): the times its partner of the
+  round voted against it, over the same chats.
+- `words_per_message`: words of the messages every seat hears (the log's `conversation` records:
+  public statements, tie-break statements, final pleas), as the log recorded them.
+- `first_place_rate` / `earliest_out_rate`: seats that finished first / went out first, over the
+  model's appearances (seats with a final rank).
+- `final2_win_rate`: wins over appearances in the last two.
+
+Ours: `betrayal_rate` / `betrayed_rate` (private chats with at least one vote against the partner,
+over every log read), `avg_words` (every message, private ones included, before any cut: the
+words a model wrote stay measurable when `words.cut` is on), `wins` / `first_out` (raw counts).
 """
 
 from __future__ import annotations
@@ -16,14 +25,24 @@ from typing import Any
 
 import polars as pl
 
+# the kinds of the log's `conversation` records: every seat (and the jury) hears them
+HEARD_BY_ALL = ("public", "tiebreak", "plea")
+
 
 def _rate(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
     return pl.when(denominator > 0).then(numerator / denominator).otherwise(None)
 
 
+def rated_games(final_ranks: pl.DataFrame) -> pl.DataFrame:
+    """The games with final ranks (column `game_id`): the ones the original's leaderboard counts,
+    so the ones its charts describe."""
+    return final_ranks.filter(pl.col("rank").is_not_null()).select("game_id").unique().sort("game_id")
+
+
 def betrayals(pairs: pl.DataFrame, votes: pl.DataFrame) -> pl.DataFrame:
-    """One row per (game, round, speaker, partner) direction, with `betrayed` when the seat voted
-    against its partner of that round."""
+    """One row per private chat seen from one side (game, round, seat, partner), with
+    `votes_against`: the seat's votes of that round (first vote and re-vote) naming its partner,
+    and `betrayed`: at least one such vote."""
     directed = pl.concat([
         pairs.select("game_id", "round", pl.col("seat_a").alias("seat"), pl.col("seat_b").alias("partner"),
                      pl.col("model_a").alias("model"), pl.col("model_b").alias("partner_model")),
@@ -32,12 +51,57 @@ def betrayals(pairs: pl.DataFrame, votes: pl.DataFrame) -> pl.DataFrame:
     ])
     against = (
         votes.filter(pl.col("phase").is_in(["vote", "revote"]) & pl.col("target_seat").is_not_null())
-        .select("game_id", "round", pl.col("voter_seat").alias("seat"), pl.col("target_seat").alias("partner"))
-        .unique()
-        .with_columns(pl.lit(True).alias("betrayed"))
+        .group_by("game_id", "round", pl.col("voter_seat").alias("seat"), pl.col("target_seat").alias("partner"))
+        .agg(pl.len().cast(pl.Int64).alias("votes_against"))
     )
-    return directed.join(against, on=["game_id", "round", "seat", "partner"], how="left").with_columns(
-        pl.col("betrayed").fill_null(False))
+    return (directed.join(against, on=["game_id", "round", "seat", "partner"], how="left")
+            .with_columns(pl.col("votes_against").fill_null(0))
+            .with_columns((pl.col("votes_against") > 0).alias("betrayed"))
+            .sort("game_id", "round", "seat"))
+
+
+def _buddy_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The original's counts: (per model its chats and the times it voted against the partner,
+    per model the times its partner voted against it)."""
+    betrayer = chats.group_by("model").agg(pl.len().alias("buddy_chats"),
+                                           pl.col("votes_against").sum().alias("buddy_betrayals"))
+    victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
+        pl.col("votes_against").sum().alias("buddy_betrayed"))
+    return betrayer, victim
+
+
+def _chat_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Ours: per model its chats and those with a vote against the partner, and the chats in
+    which the partner voted against it."""
+    betrayer = chats.group_by("model").agg(pl.len().alias("private_chats"),
+                                           pl.col("betrayed").sum().alias("betrayals"))
+    victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
+        pl.col("betrayed").sum().alias("betrayed"))
+    return betrayer, victim
+
+
+def _words(messages: pl.DataFrame, rated: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(ours: every message, words before any cut; the original's: the messages every seat
+    hears in the rated games, words as recorded)."""
+    spoken = messages.filter(pl.col("model").is_not_null())
+    every = spoken.group_by("model").agg(
+        pl.len().alias("messages"), pl.col("words").mean().alias("avg_words"),
+        pl.col("cut").sum().alias("cut_messages"), pl.col("empty_at_token_limit").sum().alias("empty_messages"))
+    heard = (spoken.filter(pl.col("kind").is_in(HEARD_BY_ALL)).join(rated, on="game_id", how="semi")
+             .group_by("model").agg(pl.len().alias("public_messages"),
+                                    pl.col("words_recorded").mean().alias("words_per_message")))
+    return every, heard
+
+
+COUNTS = ("private_chats", "betrayals", "betrayed", "buddy_chats", "buddy_betrayals", "buddy_betrayed", "messages",
+          "public_messages", "cut_messages", "votes_cast", "invalid_votes", "empty_messages", "empty_votes")
+COLUMNS = (
+    "model", "games", "seats", "wins", "first_place_rate", "first_out", "earliest_out_rate", "final2", "final2_wins",
+    "final2_win_rate", "buddy_chats", "buddy_betrayals", "buddy_betrayal_rate", "buddy_betrayed",
+    "buddy_betrayed_rate", "private_chats", "betrayals", "betrayal_rate", "betrayed", "betrayed_rate",
+    "public_messages", "words_per_message", "messages", "avg_words", "cut_messages", "votes_cast", "invalid_votes",
+    "empty_at_token_limit",
+)
 
 
 def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -50,36 +114,31 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         (pl.col("rank") <= 2).sum().alias("final2"),
         (pl.col("rank") == 1).sum().alias("final2_wins"),
     )
+    rated = rated_games(tables["final_ranks"])
     chats = betrayals(tables["pairs"], tables["votes"])
-    as_betrayer = chats.group_by("model").agg(pl.len().alias("private_chats"),
-                                              pl.col("betrayed").sum().alias("betrayals"))
-    as_victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
-        pl.col("betrayed").sum().alias("betrayed"))
-    words = tables["messages"].filter(pl.col("model").is_not_null()).group_by("model").agg(
-        pl.len().alias("messages"), pl.col("words").mean().alias("avg_words"),
-        pl.col("cut").sum().alias("cut_messages"), pl.col("empty_at_token_limit").sum().alias("empty_messages"))
+    every_words, heard_words = _words(tables["messages"], rated)
     votes = tables["votes"].filter(pl.col("voter_model").is_not_null()).group_by(
         pl.col("voter_model").alias("model")).agg(pl.len().alias("votes_cast"),
                                                   (~pl.col("valid")).sum().alias("invalid_votes"),
                                                   pl.col("token_limit_replies").sum().alias("empty_votes"))
     table = placed
-    for other in (as_betrayer, as_victim, words, votes):
+    for other in (*_buddy_betrayals(chats.join(rated, on="game_id", how="semi")), *_chat_betrayals(chats),
+                  every_words, heard_words, votes):
         table = table.join(other, on="model", how="left")
-    counts = ["private_chats", "betrayals", "betrayed", "messages", "cut_messages", "votes_cast", "invalid_votes",
-              "empty_messages", "empty_votes"]
-    table = table.with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in counts])
+    table = table.with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in COUNTS])
     table = table.with_columns((pl.col("empty_messages") + pl.col("empty_votes")).alias("empty_at_token_limit"))
     table = table.with_columns(
+        _rate(pl.col("wins"), pl.col("seats")).alias("first_place_rate"),
+        _rate(pl.col("first_out"), pl.col("seats")).alias("earliest_out_rate"),
         _rate(pl.col("final2_wins"), pl.col("final2")).alias("final2_win_rate"),
+        _rate(pl.col("buddy_betrayals"), pl.col("buddy_chats")).alias("buddy_betrayal_rate"),
+        _rate(pl.col("buddy_betrayed"), pl.col("buddy_chats")).alias("buddy_betrayed_rate"),
         _rate(pl.col("betrayals"), pl.col("private_chats")).alias("betrayal_rate"),
         _rate(pl.col("betrayed"), pl.col("private_chats")).alias("betrayed_rate"),
     )
-    return table.select(
-        "model", "games", "seats", "wins", "first_out", "final2", "final2_wins", "final2_win_rate",
-        "private_chats", "betrayals", "betrayal_rate", "betrayed", "betrayed_rate", "messages", "avg_words",
-        "cut_messages", "votes_cast", "invalid_votes", "empty_at_token_limit",
-    ).with_columns([pl.col(c).cast(pl.Int64) for c in ("games", "seats", "wins", "first_out", "final2",
-                                                         "final2_wins")]).sort("model")
+    return table.select(COLUMNS).with_columns(
+        [pl.col(c).cast(pl.Int64) for c in ("games", "seats", "wins", "first_out", "final2", "final2_wins")]
+    ).sort("model")
 
 
 def rank_distribution(final_ranks: pl.DataFrame) -> pl.DataFrame:
@@ -97,6 +156,16 @@ def _clean(value: Any) -> Any:
     return value
 
 
+# model_stats columns copied into metrics.json: the original's metrics with the counts behind them,
+# then ours (the keys the leaderboard and older runs know stay as they were)
+STATS_IN_METRICS = (
+    "wins", "first_place_rate", "first_out", "earliest_out_rate", "final2", "final2_wins", "final2_win_rate",
+    "buddy_chats", "buddy_betrayals", "buddy_betrayal_rate", "buddy_betrayed", "buddy_betrayed_rate",
+    "public_messages", "words_per_message", "betrayal_rate", "betrayed_rate", "avg_words", "cut_messages",
+    "invalid_votes", "empty_at_token_limit",
+)
+
+
 def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """`{model: {metric: value}}` for `dvc metrics` (stable keys, no NaN)."""
     stats_by_model = {row["model"]: row for row in stats.iter_rows(named=True)}
@@ -106,11 +175,7 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
         result[row["model"]] = {k: _clean(v) for k, v in {
             "rank": row["rank"], "mu": row["mu"], "mu_rel": row["mu_rel"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
             "mu_hi": row["mu_hi"], "games": row["games"], "points_sum": row["points_sum"],
-            "avg_points": row["avg_points"], "wins": s.get("wins"), "first_out": s.get("first_out"),
-            "final2_win_rate": s.get("final2_win_rate"), "betrayal_rate": s.get("betrayal_rate"),
-            "betrayed_rate": s.get("betrayed_rate"), "avg_words": s.get("avg_words"),
-            "cut_messages": s.get("cut_messages"), "invalid_votes": s.get("invalid_votes"),
-            "empty_at_token_limit": s.get("empty_at_token_limit"),
+            "avg_points": row["avg_points"], **{key: s.get(key) for key in STATS_IN_METRICS},
             **trueskill_metrics(row),
         }.items()}
     return result

@@ -145,23 +145,35 @@ class LeaderboardSchema(StrictTable):
 
 
 class ModelStatsSchema(StrictTable):
-    """The social metrics of each model (rates are null when their denominator is 0)."""
+    """The social metrics of each model (rates are null when their denominator is 0). The
+    original's metrics first, each beside its counts (computed over the rated games), then ours
+    (pipeline/elimination/metrics.py and docs/elimination.md say how each is defined)."""
 
     model: str = pa.Field(unique=True)
     games: int = pa.Field(ge=0)
-    seats: int = pa.Field(ge=0)
+    seats: int = pa.Field(ge=0)  # appearances: seats with a final rank
     wins: int = pa.Field(ge=0)
+    first_place_rate: float = pa.Field(ge=0, le=1, nullable=True)  # wins / seats
     first_out: int = pa.Field(ge=0)
+    earliest_out_rate: float = pa.Field(ge=0, le=1, nullable=True)  # first_out / seats
     final2: int = pa.Field(ge=0)
     final2_wins: int = pa.Field(ge=0)
     final2_win_rate: float = pa.Field(ge=0, le=1, nullable=True)
-    private_chats: int = pa.Field(ge=0)
-    betrayals: int = pa.Field(ge=0)
+    buddy_chats: int = pa.Field(ge=0)  # private chats in the rated games, one per paired round
+    buddy_betrayals: int = pa.Field(ge=0)  # votes (first and re-vote) against that round's partner
+    # a vote and a re-vote against the same partner count twice, so up to 2
+    buddy_betrayal_rate: float = pa.Field(ge=0, le=2, nullable=True)
+    buddy_betrayed: int = pa.Field(ge=0)  # votes from that round's partner against the model
+    buddy_betrayed_rate: float = pa.Field(ge=0, le=2, nullable=True)
+    private_chats: int = pa.Field(ge=0)  # ours: every log read
+    betrayals: int = pa.Field(ge=0)  # ours: chats with at least one vote against the partner
     betrayal_rate: float = pa.Field(ge=0, le=1, nullable=True)
     betrayed: int = pa.Field(ge=0)
     betrayed_rate: float = pa.Field(ge=0, le=1, nullable=True)
-    messages: int = pa.Field(ge=0)
-    avg_words: float = pa.Field(ge=0, nullable=True)
+    public_messages: int = pa.Field(ge=0)  # messages every seat hears (public, tie-break, plea), rated games
+    words_per_message: float = pa.Field(ge=0, nullable=True)  # over public_messages, words as recorded
+    messages: int = pa.Field(ge=0)  # ours: every message of every log read, private ones included
+    avg_words: float = pa.Field(ge=0, nullable=True)  # ours: over messages, words before any cut
     cut_messages: int = pa.Field(ge=0)
     votes_cast: int = pa.Field(ge=0)
     invalid_votes: int = pa.Field(ge=0)

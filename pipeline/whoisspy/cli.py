@@ -108,9 +108,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
         if kind == "speech":
             flags = f"  [foul: {', '.join(e['fouls'])}]" if e["fouls"] else ""
             print(f"r{e['round']} {e['seat']} says: {e['shown']}{flags}")
+        elif kind == "analysis":  # said aloud before the others voted
+            print(f"r{e['round']} {e['seat']} analyses aloud: " + " ".join(e["text"].split())[:300])
         elif kind == "vote":
-            print(f"r{e['round']} {e['voter']} votes {e['target'] or '(abstains)'}")
-            if e.get("analysis"):
+            unread = " (no candidate named: an abstention)" if e.get("ballot") == "invalid" else ""
+            print(f"r{e['round']} {e['voter']} votes {e['target'] or '(abstains)'}{unread}")
+            if e.get("analysis") and not e.get("analysis_heard", False):
                 print("     analysis (private): " + " ".join(e["analysis"].split())[:300])
         elif kind == "vote_result":
             result = e["eliminated"] or (f"tie {', '.join(e['tied'])}" if e["tied"] else "no votes")

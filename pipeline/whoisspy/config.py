@@ -15,7 +15,14 @@ from pipeline.core.trueskill_settings import with_defaults
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
 VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
-
+#: how a vote reply is read: the paper's exact name, or our first mention of a candidate anywhere
+VoteParse = Literal["paper", "lenient"]
+VOTE_PARSES: tuple[str, ...] = ("paper", "lenient")
+#: how one vote reply was read: a candidate, an explicit abstention, or anything else (an abstention)
+BALLOTS: tuple[str, ...] = ("named", "abstain", "invalid")
+#: whether the reasoning variant's analysis is heard by the other voters (the paper) or not
+ReasoningAnalysis = Literal["public", "private"]
+REASONING_ANALYSES: tuple[str, ...] = ("public", "private")
 
 
 class RulesParams(Strict):
@@ -26,6 +33,11 @@ class RulesParams(Strict):
         10.0, gt=0, description="seconds of model time for a description; slower counts as no answer"
     )
     max_chars: int = Field(400, ge=1, description="descriptions are cut to this many characters")
+    vote_parse: VoteParse = Field(
+        "paper", description="paper: a vote counts only when the reply (a reasoned vote: what follows its last "
+        "'VOTE:') is exactly one of the candidates' names, anything else is an abstention (appendix A); "
+        "lenient: the first candidate mentioned anywhere in the reply counts (our earlier parse)",
+    )
 
     @model_validator(mode="after")
     def _fits(self) -> RulesParams:
@@ -78,6 +90,11 @@ class WhoIsSpyParams(Strict):
     )
     rank_variant: Variant = Field(
         "baseline", description="the variant whose games make the points leaderboard and TrueSkill"
+    )
+    reasoning_analysis: ReasoningAnalysis = Field(
+        "public", description="the reasoning variant's analysis: public (the paper) is said aloud before the "
+        "other players vote, and they and every later prompt hear it; private: only the reasoning player's "
+        "own vote uses it",
     )
     seed: int = Field(0, ge=0, description="schedule seed: changes word pairs and seats of every game")
     rules: RulesParams = Field(default_factory=RulesParams, description="seats, rounds, time limit, cut")

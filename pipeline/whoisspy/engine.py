@@ -6,8 +6,12 @@ answer or over the time limit); unless the game is over, every survivor votes fo
 abstains, and a unique most-voted player is out. The game ends when the spy is out, when fewer
 than `min_players` survive, or after `rounds` rounds; the spy wins if it is still in.
 
-Every reply follows the rules whatever it says: a vote naming no candidate is an abstention, a
-description is cut at `max_chars` characters. A reply the token limit cut before any visible text
+Every reply follows the rules whatever it says: a vote is read by `rules.vote_parse` (by default
+the paper's appendix A: only a reply that is exactly one of the candidates' names counts, any other
+output is an abstention), each vote event records how it was read (`ballot`), and a description is
+cut at `max_chars` characters. In the reasoning variant the reasoning seat votes first and, by
+default (`reasoning_analysis: public`, the paper), its analysis joins the public record before the
+others vote, so they and every later prompt hear it. A reply the token limit cut before any visible text
 (a reasoning model whose hidden reasoning spent its budget) still counts as that move (no answer,
 an abstention), and its event says so (`empty_at_token_limit: true`), counted per model. Gateway
 errors (auth, transport, a rejected request) are not moves: they stop the job, and a rerun resumes
@@ -43,21 +47,65 @@ _SEAT_MENTION = re.compile(r"\b(?:p|player)\s*(\d{1,2})\b|\b(abstain)\b", re.IGN
 log = logging.getLogger(__name__)
 
 
-def parse_vote(text: str, candidates: list[str]) -> str | None:
-    """The candidate a vote names, or None (abstention).
+@dataclass(frozen=True)
+class Ballot:
+    target: str | None  # the candidate voted for; None: an abstention
+    kind: str  # one of config.BALLOTS: named, abstain, invalid
 
-    After the last "VOTE:" marker when there is one, else anywhere: the first mention of a
-    candidate ("P3", "player 3") counts; "abstain" before any candidate, or no candidate, abstains.
-    """
+
+def _after_vote_marker(text: str) -> str | None:
+    """What follows the last "VOTE:" marker (any case), or None when there is none."""
     marker = text.lower().rfind("vote:")
-    scope = text[marker + 5 :] if marker >= 0 else text
-    for match in _SEAT_MENTION.finditer(scope):
+    return text[marker + 5 :] if marker >= 0 else None
+
+
+def _paper_ballot(text: str, candidates: list[str], reasoned: bool) -> Ballot:
+    # appendix A: "The content of the votes must be from the given list of names; any other output
+    # will be counted as an abstention." A reasoned vote's content is its final VOTE line (a reply
+    # without one, such as a bot's bare name, is all content).
+    marked = _after_vote_marker(text) if reasoned else None
+    content = (text if marked is None else marked).strip()
+    if content in candidates:
+        return Ballot(content, "named")
+    return Ballot(None, "abstain" if content.lower() == "abstain" else "invalid")
+
+
+def _lenient_ballot(text: str, candidates: list[str]) -> Ballot:
+    # after the last "VOTE:" marker when there is one, else anywhere: the first mention of a
+    # candidate ("P3", "player 3") counts; "abstain" before any candidate abstains
+    scope = _after_vote_marker(text)
+    for match in _SEAT_MENTION.finditer(text if scope is None else scope):
         if match.group(2):
-            return None
+            return Ballot(None, "abstain")
         name = f"P{int(match.group(1))}"
         if name in candidates:
-            return name
-    return None
+            return Ballot(name, "named")
+    return Ballot(None, "invalid")
+
+
+def read_ballot(text: str, candidates: list[str], parse: str = "paper", reasoned: bool = False) -> Ballot:
+    """How a vote reply reads under `parse` ("paper" or "lenient", params `rules.vote_parse`);
+    `reasoned`: the reasoning variant's analysis followed by a "VOTE: <name>" line."""
+    if parse == "paper":
+        return _paper_ballot(text, candidates, reasoned)
+    if parse == "lenient":
+        return _lenient_ballot(text, candidates)
+    raise ValueError(f"vote parse must be 'paper' or 'lenient', got {parse!r}")
+
+
+def parse_vote(text: str, candidates: list[str], parse: str = "paper", reasoned: bool = False) -> str | None:
+    """The candidate a vote names, or None (an abstention)."""
+    return read_ballot(text, candidates, parse, reasoned).target
+
+
+def spoken_analysis(reply: str, word: str, candidates: list[str]) -> str:
+    """The part of a reasoned vote the others hear: the analysis without its final VOTE line (none
+    when the reply is a bare vote), the speaker's own word hidden as in every description."""
+    marker = reply.lower().rfind("vote:")
+    if marker < 0 and _paper_ballot(reply, candidates, reasoned=False).kind != "invalid":
+        return ""
+    analysis = reply[:marker] if marker >= 0 else reply
+    return redact(analysis.strip(), word)
 
 
 async def timed_act(player: Player, request: MoveRequest) -> tuple[Reply, float]:
@@ -106,6 +154,7 @@ class Game:
         self.civilian_votes: list[tuple[int, int | None]] = []
         self.rounds_played = 0
         self.reasoner = self.reasoning_seat()
+        self.analysis_heard = spec.reasoning_analysis == "public"
 
     def reasoning_seat(self) -> Seat | None:
         """The reasoning variant's one reasoning player, as in the paper: the game's focal model
@@ -199,39 +248,63 @@ class Game:
         self.public.append({"type": "speech", "round": round_no, "seat": seat.name, "text": shown})
         return fouls
 
+    def vote_request(self, seat: Seat, round_no: int, voters: list[Seat]) -> MoveRequest:
+        """The seat's vote, built from the public record as it stands now."""
+        candidates = [s.name for s in voters if s is not seat]
+        reasoning = seat is self.reasoner
+        return MoveRequest(
+            messages=vote_messages(
+                seat.name, seat.word, self.names, round_no, self.public, candidates, self.rules_text, reasoning,
+                analysis_heard=self.analysis_heard,
+            ),
+            key=f"r{round_no}/vote/{seat.name}",
+            kind="reasoned_vote" if reasoning else "vote",
+            choices=(*candidates, "abstain"),
+            max_tokens=self.spec.replies.reasoning_max_tokens if reasoning else self.spec.replies.vote_max_tokens,
+            state=self.bot_state(seat, round_no, "vote", candidates),
+        )
+
+    def announce_analysis(self, seat: Seat, round_no: int, request: MoveRequest, reply: str) -> None:
+        """The reasoning seat's analysis, said aloud: in the public record every later prompt reads."""
+        text = spoken_analysis(reply, seat.word, list(request.choices[:-1]))
+        if text:
+            self.events.append({"type": "analysis", "round": round_no, "seat": seat.name, "text": text})
+            self.public.append({"type": "analysis", "round": round_no, "seat": seat.name, "text": text})
+
     async def vote(self, round_no: int) -> None:
         voters = self.alive()
-        requests = []
-        for seat in voters:
-            candidates = [s.name for s in voters if s is not seat]
-            reasoning = seat is self.reasoner
-            requests.append(
-                MoveRequest(
-                    messages=vote_messages(
-                        seat.name, seat.word, self.names, round_no, self.public, candidates, self.rules_text, reasoning
-                    ),
-                    key=f"r{round_no}/vote/{seat.name}",
-                    kind="reasoned_vote" if reasoning else "vote",
-                    choices=(*candidates, "abstain"),
-                    max_tokens=self.spec.replies.reasoning_max_tokens if reasoning else self.spec.replies.vote_max_tokens,
-                    state=self.bot_state(seat, round_no, "vote", candidates),
-                )
-            )
-        answers = await gather_moves(*(timed_act(self.players[s.model], r) for s, r in zip(voters, requests)))
+        # a public analysis is said before the others vote, so the reasoning seat votes first
+        first = [s for s in voters if s is self.reasoner and self.analysis_heard]
+        answered: dict[str, tuple[MoveRequest, Reply, float]] = {}
+        for seat in first:
+            request = self.vote_request(seat, round_no, voters)
+            reply, latency = await timed_act(self.players[seat.model], request)
+            answered[seat.name] = (request, reply, latency)
+            self.announce_analysis(seat, round_no, request, reply.text)
+        rest = [s for s in voters if s not in first]
+        requests = [self.vote_request(seat, round_no, voters) for seat in rest]
+        answers = await gather_moves(*(timed_act(self.players[s.model], r) for s, r in zip(rest, requests)))
+        for seat, request, (reply, latency) in zip(rest, requests, answers):
+            answered[seat.name] = (request, reply, latency)
         votes: dict[str, str | None] = {}
-        for seat, request, (reply, latency) in zip(voters, requests, answers):
-            target = parse_vote(reply.text, list(request.choices[:-1]))
+        for seat in voters:  # recorded in seat order, whoever spoke first
+            request, reply, latency = answered[seat.name]
+            ballot = read_ballot(reply.text, list(request.choices[:-1]), self.rules.vote_parse,
+                                 reasoned=request.kind == "reasoned_vote")
+            target = ballot.target
             votes[seat.name] = target
             event: dict[str, Any] = {
                 "type": "vote",
                 "round": round_no,
                 "voter": seat.name,
                 "target": target,
+                "ballot": ballot.kind,
                 "reply": reply.text,
                 "latency_s": round(latency, 4),
             }
             if seat is self.reasoner:
                 event["analysis"] = reply.text
+                event["analysis_heard"] = self.analysis_heard
             if reply.empty_at_token_limit:  # an abstention the token limit made, not the model
                 event["empty_at_token_limit"] = True
             self.events.append(event)
@@ -314,6 +387,7 @@ class Game:
             "focal": self.spec.focal,
             "focal_role": self.spec.focal_role,
             "reasoning_seat": self.reasoner.name if self.reasoner else None,
+            "reasoning_analysis": self.spec.reasoning_analysis if self.spec.variant == "reasoning" else None,
             "replicate": self.spec.replicate,
         }
 

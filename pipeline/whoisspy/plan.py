@@ -8,6 +8,7 @@ made-up record where every seat is still in and every description is `max_chars`
 replies are counted as the seat's roster entry spends them (`planned_reply_tokens`): a description
 of about max_chars / 4 tokens, a vote of a few tokens, the reasoning variant's analysis of about
 `REASONED_VOTE_WORDS` words, each within its visible budget, plus a reasoning model's allowance.
+In a reasoning game whose analysis is public, the other seats' votes read that analysis too.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def _schedule(context: PlanContext) -> tuple[Any, Any]:
 
 def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
     """A seat's moves in one game, every round played: {"speech": [...], "vote": [...],
-    "reasoned_vote": [...]} (a seat votes with `vote` or, the reasoning variant's one reasoning
-    seat, with `reasoned_vote`). `rules` and `replies` are the params' RulesParams and ReplyParams."""
+    "reasoned_vote": [...], "heard_vote": [...]} (a seat votes with `vote` or, the reasoning
+    variant's one reasoning seat, with `reasoned_vote`; `heard_vote` is a `vote` whose prompt holds
+    a public analysis). `rules` and `replies` are the params' RulesParams and ReplyParams."""
     from pipeline.core.probe import prompt_tokens
     from pipeline.whoisspy.prompts import RulesText, speech_messages, vote_messages
 
@@ -59,7 +61,8 @@ def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
                                "tied": list(names), "top": 1})
         return public
 
-    moves: dict[str, list[PlannedMove]] = {"speech": [], "vote": [], "reasoned_vote": []}
+    analysis = {"type": "analysis", "seat": names[-1], "text": " ".join(["word"] * REASONED_VOTE_WORDS)}
+    moves: dict[str, list[PlannedMove]] = {"speech": [], "vote": [], "reasoned_vote": [], "heard_vote": []}
     for round_no in range(1, rules.rounds + 1):
         before = record(round_no, (rules.seats - 1) // 2)
         moves["speech"].append(PlannedMove(
@@ -71,6 +74,8 @@ def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
                                         tokens_for_words(REASONED_VOTE_WORDS))):
             messages = vote_messages(seat, word, names, round_no, heard, names[1:], text, kind == "reasoned_vote")
             moves[kind].append(PlannedMove(kind, 1, prompt_tokens(messages), budget, expected))
+        messages = vote_messages(seat, word, names, round_no, [*heard, {**analysis, "round": round_no}], names[1:], text)
+        moves["heard_vote"].append(PlannedMove("vote", 1, prompt_tokens(messages), replies.vote_max_tokens, VOTE_TOKENS))
     return moves
 
 
@@ -91,9 +96,11 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     rounds = params.rules.rounds
     moves = context.once("whoisspy-moves", lambda: planned_moves(params.rules, params.replies))
     reasoner = reasoning_seat(game)
+    # the others hear a public analysis before they vote
+    plain = "heard_vote" if reasoner is not None and game.reasoning_analysis == "public" else "vote"
 
     def seat_moves(index: int, _name: str) -> list[PlannedMove]:
-        return moves["speech"] + moves["reasoned_vote" if index == reasoner else "vote"]
+        return moves["speech"] + moves["reasoned_vote" if index == reasoner else plain]
 
     return seat_estimates(context, "whoisspy", "whoisspy", list(game.seats), 2 * rounds,
                           f"at most {rounds} rounds x (description + vote) per seat", seat_moves,

@@ -1,7 +1,8 @@
 """Everything a language model reads in Who is Spy, and the variants' injected lines.
 
 A model sees the rules, its own seat and word, and the public record (descriptions as others heard
-them, who broke a rule, the votes). It never sees another player's word or anyone's role.
+them, who broke a rule, the reasoning variant's analysis where it is said aloud, the votes). It
+never sees another player's word or anyone's role.
 """
 
 from __future__ import annotations
@@ -54,7 +55,14 @@ REASONING_TEMPLATE = """Your secret word: {word}
 What has happened so far:
 {history}
 
-Round {round} vote ({seat}). You may vote for one of: {candidates}. First give your analysis of who you think the spy is, judging this round's descriptions: name the player and explain your reasons. Make up your own mind rather than following what others have said. Then finish with one last line of the form "VOTE: <name>" (or "VOTE: abstain")."""
+Round {round} vote ({seat}). You may vote for one of: {candidates}. First give your analysis of who you think the spy is, judging this round's descriptions: name the player and explain your reasons. Make up your own mind rather than following what others have said. {audience} Then finish with one last line of the form "VOTE: <name>" (or "VOTE: abstain")."""
+
+# Who hears the analysis (params `reasoning_analysis`): the reasoning player is told, since a spoken
+# analysis is heard by the spy as well.
+ANALYSIS_AUDIENCE: Mapping[str, str] = {
+    "public": "You speak before the others vote: every player hears your analysis, but not your final VOTE line.",
+    "private": "Your analysis is private: no other player hears it.",
+}
 
 FOUL_WORDS: Mapping[str, str] = {
     "own_word": "said their own word",
@@ -67,7 +75,8 @@ FOUL_WORDS: Mapping[str, str] = {
 def prompt_fingerprint() -> str:
     """Changes whenever any text a model reads changes, so games replay with the new text."""
     return content_id(
-        [SYSTEM_TEMPLATE, SPEECH_TEMPLATE, VOTE_TEMPLATE, REASONING_TEMPLATE, dict(INJECTED_LINES), dict(FOUL_WORDS)]
+        [SYSTEM_TEMPLATE, SPEECH_TEMPLATE, VOTE_TEMPLATE, REASONING_TEMPLATE, dict(INJECTED_LINES), dict(FOUL_WORDS),
+         dict(ANALYSIS_AUDIENCE)]
     )
 
 
@@ -93,6 +102,9 @@ def render_history(history: Sequence[Mapping[str, Any]]) -> str:
         elif kind == "foul_out":
             reasons = " and ".join(FOUL_WORDS[k] for k in event["kinds"])
             lines.append(f"{event['seat']} broke a rule ({reasons}) and is out.")
+        elif kind == "analysis":
+            lines.append(f"{event['seat']} gave an analysis before the round {event['round']} votes:")
+            lines.extend(f"  | {line}" for line in event["text"].splitlines() if line.strip())
         elif kind == "votes":
             parts = [
                 f"{voter} voted {target}" if target else f"{voter} abstained"
@@ -136,9 +148,14 @@ def vote_messages(
     candidates: Sequence[str],
     rules: RulesText,
     reasoning: bool = False,
+    analysis_heard: bool = True,
 ) -> list[dict[str, str]]:
+    """A vote's messages; `reasoning`: the reasoning variant's analysis before the vote, which the
+    other players hear when `analysis_heard` (params `reasoning_analysis: public`)."""
     template = REASONING_TEMPLATE if reasoning else VOTE_TEMPLATE
+    audience = ANALYSIS_AUDIENCE["public" if analysis_heard else "private"]
     user = template.format(
-        word=word, history=render_history(history), round=round_no, seat=seat, candidates=", ".join(candidates)
+        word=word, history=render_history(history), round=round_no, seat=seat, candidates=", ".join(candidates),
+        audience=audience,
     )
     return [system_message(seat, names, rules), {"role": "user", "content": user}]

@@ -3,10 +3,11 @@
 Every player under test plays `games_per_role` games as the spy and as many as a civilian, in each
 variant. Replicate r of a player uses one word pair and one drawing of seats for all variants, so
 a variant differs from the baseline only by the variant. A game's id is the content id of
-everything that decides it (seats with their roster entries, spy seat, words, rules, variant,
-prompt text, and the game's token caps where the params set one: the paper sets none), so adding a
-model adds games and changes no existing one. A seat's roster entry counts with the sampling
-fields it sets and only the per-move budgets that apply here (`whoisspy.<kind>` or `<kind>`).
+everything that decides it (seats with their roster entries, spy seat, words, rules with the vote
+parse, variant, prompt text, the reasoning variant's `reasoning_analysis`, and the game's token caps
+where the params set one: the paper sets none), so adding a model adds games and changes no
+existing one. A seat's roster entry counts with the sampling fields it sets and only the per-move
+budgets that apply here (`whoisspy.<kind>` or `<kind>`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from typing import Any
 from pipeline.core.io import content_id, seed_from
 from pipeline.core.params import ParamsError
 from pipeline.core.roster import ModelsParams, RosterEntry
-from pipeline.whoisspy.config import ReplyParams, RulesParams, WhoIsSpyParams
+from pipeline.whoisspy.config import REASONING_ANALYSES, ReplyParams, RulesParams, WhoIsSpyParams
 from pipeline.whoisspy.prompts import prompt_fingerprint
 from pipeline.whoisspy.words import WORD_PAIRS
 
 #: bump when the engine's behaviour changes in a way that should replay every game
 # 2: the spy's injected line counts in its 400 characters and its foul checks; the reasoning
 # variant's prompt goes to the focal civilian only (issue 14)
-ENGINE_VERSION = 2
+# 3: votes are read as the paper reads them by default (`rules.vote_parse`), each vote records its
+# ballot, and the reasoning variant's analysis is heard by the other voters by default (issue 25)
+ENGINE_VERSION = 3
 ROLES: tuple[str, ...] = ("spy", "civilian")
 
 
@@ -50,6 +53,7 @@ class GameSpec:
     focal: str | None = None  # the player under test this game was scheduled for
     focal_role: str | None = None
     starter: int | None = None  # None: the game's seed picks who speaks first
+    reasoning_analysis: str = "public"  # the reasoning variant only: heard by the others, or private
 
     @property
     def seat_names(self) -> tuple[str, ...]:
@@ -89,6 +93,7 @@ def make_spec(
     focal_role: str | None = None,
     starter: int | None = None,
     schedule_seed: int = 0,
+    reasoning_analysis: str = "public",
 ) -> GameSpec:
     """A game spec with its content id; raises ValueError for an impossible game."""
     rules = rules or RulesParams()
@@ -101,6 +106,8 @@ def make_spec(
         raise ValueError(f"starter {starter} is not a seat index")
     if civilian_word.strip().lower() == spy_word.strip().lower():
         raise ValueError("the spy's word must differ from the civilians' word")
+    if reasoning_analysis not in REASONING_ANALYSES:
+        raise ValueError(f"reasoning_analysis must be one of {REASONING_ANALYSES}, got {reasoning_analysis!r}")
     identity = {
         "room": "whoisspy",
         "engine": ENGINE_VERSION,
@@ -116,6 +123,8 @@ def make_spec(
         "focal": [focal, focal_role],
         "starter": starter,
         "schedule_seed": schedule_seed,
+        # only the reasoning variant has an analysis: the option changes none of the other games
+        **({"reasoning_analysis": reasoning_analysis} if variant == "reasoning" else {}),
     }
     return GameSpec(
         game_id=content_id(identity),
@@ -130,6 +139,7 @@ def make_spec(
         focal=focal,
         focal_role=focal_role,
         starter=starter,
+        reasoning_analysis=reasoning_analysis,
     )
 
 
@@ -173,6 +183,7 @@ def build_schedule(params: WhoIsSpyParams, models: ModelsParams, source: str = "
                             focal=focal,
                             focal_role=role,
                             schedule_seed=params.seed,
+                            reasoning_analysis=params.reasoning_analysis,
                         )
                     )
     ids = [g.game_id for g in games]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandera.polars as pa
 
 from pipeline.core.schemas import StrictTable
-from pipeline.whoisspy.config import VARIANTS
+from pipeline.whoisspy.config import BALLOTS, REASONING_ANALYSES, VARIANTS, VOTE_PARSES
 
 ROLES = ["spy", "civilian"]
 
@@ -27,6 +27,9 @@ class GamesSchema(StrictTable):
     end_reason: str = pa.Field(isin=["spy_out", "too_few_players", "rounds"])
     rounds_played: int = pa.Field(ge=1)
     score_total: float
+    vote_parse: str = pa.Field(isin=list(VOTE_PARSES))  # how the game read its votes (rules.vote_parse)
+    # reasoning games: whether the analysis was heard by the other voters; null in other variants
+    reasoning_analysis: str = pa.Field(nullable=True, isin=list(REASONING_ANALYSES))
 
 
 class SeatsSchema(StrictTable):
@@ -82,6 +85,9 @@ class VotesSchema(StrictTable):
     target: str = pa.Field(nullable=True)
     target_role: str = pa.Field(nullable=True, isin=ROLES)
     abstained: bool
+    # how the reply was read: named (a candidate), abstain (said so), invalid (named no candidate
+    # in the form the game's vote_parse accepts: counted as an abstention)
+    ballot: str = pa.Field(isin=list(BALLOTS))
     correct: bool
 
 
@@ -106,6 +112,8 @@ class LeaderboardSchema(StrictTable):
     speeches: int = pa.Field(ge=0)
     foul_speeches: int = pa.Field(ge=0)
     foul_rate: float = pa.Field(nullable=True, ge=0, le=1)
+    foul_rate_spy: float = pa.Field(nullable=True, ge=0, le=1)
+    foul_rate_civilian: float = pa.Field(nullable=True, ge=0, le=1)
     avg_survival_rounds: float = pa.Field(ge=0)
     mu: float = pa.Field(nullable=True)
     sigma: float = pa.Field(nullable=True, ge=0)

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 
-def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False):  # -> Judge | WordJudge
-    """A judge by registered name or model directory; `word` is the model-free test judge.
+def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False,
+                   dtype: str = "float32"):  # -> Judge | WordJudge
+    """A judge by registered name, model directory or cached hub id; `word` is the model-free test judge.
 
-    `scoring` and `clip_logprobs` are the core Judge's options (the reference's defaults).
+    `scoring`, `clip_logprobs` and `dtype` are the core Judge's options (the reference's defaults).
     """
     if name == "word":
         from pipeline.xent.testing import WordJudge
@@ -21,7 +22,12 @@ def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = 
         return WordJudge()
     from pipeline.core.judge import load_judge
 
-    return load_judge(name, scoring=scoring, clip_logprobs=clip_logprobs)
+    return load_judge(name, scoring=scoring, clip_logprobs=clip_logprobs, dtype=dtype)
+
+
+def params_judge(params, name: str | None = None):  # (XentParams, str | None) -> Judge | WordJudge
+    """The params' judge (or `name`, a rescore judge) with the params' scoring, clipping and dtype."""
+    return load_any_judge(name or params.judge, params.judge_scoring, params.judge_clip_logprobs, params.judge_dtype)
 
 
 def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
@@ -68,13 +74,13 @@ def _cmd_play_program(args: argparse.Namespace) -> int:
     opponent_entry = None
     if game.opponent_roles:
         opponent_entry, models = _player_entry(args.opponent, models)
-    judge = load_any_judge(args.judge)
+    judge = load_any_judge(args.judge, dtype=args.judge_dtype)
     gateway = Gateway(models, job=f"xent-cli/{game.name}")
     seed = seed_from("xent-cli", game.version, args.seed)
     player = make_player(entry, gateway, seed, game="xent")
     opponent = make_player(opponent_entry, gateway, seed, game="xent") if opponent_entry else None
     stories = judge_stories(judge, f"xent-cli/{game.name}/{args.seed}") if program.has_story_calls else None
-    settings = PlaySettings(reply_max_tokens=args.max_tokens, protocol=args.protocol)
+    settings = PlaySettings(reply_max_tokens=args.max_tokens, protocol=args.protocol, conversation=args.conversation)
     record = asyncio.run(play_map(game, program, Path(args.program).stem, seat_players(game, player, opponent),
                                   judge, args.rounds, settings, stories))
     errors = [r for r in record["rounds"] if r["error"]]
@@ -112,9 +118,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
+    from pipeline.xent.config import load_xent
+    from pipeline.xent.settings import differences_note
     from pipeline.xent.stages import load_schedule
 
     schedule = load_schedule(args.params, args.models)
+    note = differences_note(load_xent(args.params), list(schedule.differences), args.params)
+    if note:
+        print(note, file=sys.stderr)
     jobs = [{"job_id": j.job_id, "game": j.game, "player": j.player, "opponent": j.opponent, "rounds": j.rounds,
              "maps": [m.map_id for m in j.maps]} for j in schedule.jobs]
     if args.json:
@@ -155,7 +166,7 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
 def _cmd_rate(args: argparse.Namespace) -> int:
     from pipeline.xent.report import write_rate
 
-    summary = write_rate(args.params, args.out)
+    summary = write_rate(args.params, args.out, args.models)
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
@@ -220,6 +231,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="the game's token cap on a model's reply (default: none, the model's roster entry decides)")
     program.add_argument("--protocol", choices=("reference", "short"), default="reference",
                          help="reply protocol: reference (think, then the last <move> tag) or short (the move only)")
+    program.add_argument("--conversation", choices=("per_ask", "per_map"), default="per_ask",
+                         help="per_ask (the published leaderboard's): a fresh prompt with the whole history at every "
+                         "ask; per_map: one conversation per map")
+    program.add_argument("--judge-dtype", choices=("float32", "bfloat16", "auto"), default="float32",
+                         help="the judge's weight dtype: float32 (the reference's), bfloat16, auto (bfloat16 on a GPU)")
     program.add_argument("--json", action="store_true", help="print the rounds as JSON")
 
     maps = room.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,

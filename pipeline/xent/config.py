@@ -23,12 +23,15 @@ class ReplyParams(Strict):
         None, ge=4, le=4096, description="the game's token cap on a model's whole reply; null (the reference's): no "
         "game cap, each model's roster entry decides its reply budget (params/models.yaml)",
     )
-    detail_rounds: int = Field(
-        2, ge=0, le=100, description="earlier rounds shown with their per-token breakdown (all rounds show totals)"
+    detail_rounds: int | None = Field(
+        None, ge=0, le=100, description="earlier rounds a `per_ask` prompt shows with their per-token breakdown "
+        "(all rounds show their moves and totals): null (the published leaderboard's) every earlier round with "
+        "every token; an integer N (ours, shorter prompts) the last N rounds, at most 60 tokens each",
     )
-    conversation: Literal["per_map", "per_ask"] = Field(
-        "per_map", description="per_map (the reference's): one conversation per map across rounds, each ask adds "
-        "what is new; per_ask: a fresh prompt with the whole history summarised at every ask",
+    conversation: Literal["per_ask", "per_map"] = Field(
+        "per_ask", description="per_ask (the reference's published leaderboard, benchmark 0.2): a fresh prompt at "
+        "every ask with the whole history of the map; per_map (the reference's later chat mode, no published "
+        "numbers): one conversation per map across rounds, each ask adds what is new",
     )
 
 
@@ -56,8 +59,19 @@ class XentParams(Strict):
     )
     maps_per_game: int = Field(2, ge=1, le=10000, description="maps (map seeds) per game")
     seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
-    rounds: int = Field(3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20)")
-    judge: str = Field("gemma-3-270m", description="the judge that scores moves during play (a registered name or a model directory)")
+    rounds: int = Field(
+        3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20); left out with a "
+        "`map_set`: the map set's rounds",
+    )
+    judge: str = Field(
+        "gemma-3-270m", description="the judge that scores moves during play: a registered name, a model directory "
+        "or a Hugging Face model id in the local cache; left out with a `map_set`: the map set's judge",
+    )
+    judge_dtype: Literal["float32", "bfloat16", "auto"] = Field(
+        "float32", description="the judge's weight dtype: float32 (the reference's), bfloat16 (ours: faster, half "
+        "the memory on a GPU), auto (bfloat16 on a GPU, float32 on CPU); part of the judge's fingerprint and of "
+        "every score cache key",
+    )
     judge_scoring: Literal["reference", "include_first_token", "bos_once"] = Field(
         "reference",
         description="which tokens the judge scores: reference (the reference implementation's tokenization, each side "
@@ -128,4 +142,8 @@ def judge_names() -> list[str]:
 
 
 def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:
-    return load_params(XentParams, path)
+    """The params, with an imported map set's judge and rounds where the file leaves them out
+    (pipeline.xent.settings)."""
+    from pipeline.xent.settings import apply_map_set
+
+    return apply_map_set(load_params(XentParams, path))

@@ -3,7 +3,7 @@
 `python -m pipeline xent maps import FILE.json --out DIR` writes, for a benchmark file of the
 reference implementation (xentlabs/xent):
 
-    DIR/mapset.json            what was imported: benchmark id, judge, seed, rounds, every map
+    DIR/mapset.json            what was imported: benchmark id, judge, seed, rounds, field, every map
     DIR/games/<game>.xgl       each game's code (story() unbuilt), headed by our presentation text
     DIR/<game>/<map_seed>.xgl  each map: the reference's built program with its story literals
 
@@ -11,7 +11,11 @@ Each map file's header carries `# @game:`, `# @seed:` (the reference's map seed,
 gameCondense_map0), `# @rng_seed:` (the reference's full seed `<seed>_<map_seed>`, which draws
 sample() and shuffle()), `# @benchmark:`, `# @judge:` and `# @rounds:`. The presentation functions
 of the file (Python) are never run or copied: our own text explains each game (presentations.py).
-`params/xent.yaml: map_set: DIR` plays such a set.
+The field is the reference's player ids (`players[].id`): the models its published scores were
+normalised over. `params/xent.yaml: map_set: DIR` plays such a set; its judge and rounds apply
+where the params leave them out, and a run that differs from them says so (pipeline.xent.settings).
+A map set imported before our text for one of its games changed is refused, with the command that
+imports it again.
 """
 
 from __future__ import annotations
@@ -54,6 +58,16 @@ class MapSet:
     def rounds(self) -> int:
         return int(self.manifest["rounds"])
 
+    @property
+    def judge_model(self) -> str:
+        return str(self.manifest["judge_model"])
+
+    @property
+    def field(self) -> tuple[str, ...] | None:
+        """The reference's player ids, or None when the file named none."""
+        field = self.manifest.get("field")
+        return None if field is None else tuple(field)
+
 
 def game_slug(name: str) -> str:
     """A file- and rule-safe game name: "Two-Ways" -> two_ways."""
@@ -90,8 +104,11 @@ def read_reference_benchmark(path: str | Path) -> dict[str, Any]:
         "judge_model": _field(meta, "judge_model", str, "metadata.", source),
         "seed": _field(meta, "seed", str, "metadata.", source),
         "rounds": _field(meta, "num_rounds_per_game", int, "metadata.", source),
-        "games": [], "maps": [],
+        "games": [], "maps": [], "field": None,
     }
+    if "players" in data:  # the field: who the published scores were normalised over
+        players = _field(data, "players", list, "", source)
+        out["field"] = sorted({_field(one, "id", str, f"players[{k}].", source) for k, one in enumerate(players)})
     for k, game in enumerate(_field(data, "games", list, "", source)):
         out["games"].append({"name": _field(game, "name", str, f"games[{k}].", source),
                              "code": _field(game, "code", str, f"games[{k}].", source)})
@@ -121,6 +138,11 @@ def _wrap(text: str, width: int = 96) -> list[str]:
         else:
             current = f"{current} {word}".strip()
     return lines + ([current] if current else [])
+
+
+def game_text(name: str, code: str) -> str:
+    """An imported game's program: our explanation, its reference name, its code."""
+    return _description(presentation(name, code)) + _header({"reference_game": name}) + code.rstrip("\n") + "\n"
 
 
 def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
@@ -155,7 +177,7 @@ def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
         code = codes.get(name)
         if code is None:  # the file lists no game entry: show the first map's code with its literals
             code = next(m["code"] for m in bench["maps"] if m["name"] == name)
-        text = _description(presentation(name)) + _header({"reference_game": name}) + code.rstrip("\n") + "\n"
+        text = game_text(name, code)
         parse_program(text, source=f"{path}: games ({name})")
         target = root / "games" / f"{slug}.xgl"
         write_text_atomic(target, text)
@@ -163,7 +185,8 @@ def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
     manifest = {
         "version": MAPSET_VERSION, "source_file": Path(path).name, "source_sha256": source_sha,
         "benchmark_id": bench["benchmark_id"], "judge_model": bench["judge_model"], "seed": bench["seed"],
-        "rounds": bench["rounds"], "maps": sorted(entries, key=lambda e: (e["game"], e["map_seed"])),
+        "rounds": bench["rounds"], "field": bench["field"],
+        "maps": sorted(entries, key=lambda e: (e["game"], e["map_seed"])),
     }
     write_json_atomic(root / MANIFEST, manifest)
     written.append(root / MANIFEST)
@@ -184,6 +207,7 @@ def load_map_set(directory: str | Path, source: str = "params/xent.yaml") -> Map
         slug = entry["game"]
         if slug not in games:
             game_path = root / "games" / f"{slug}.xgl"
+            _check_presentation(game_path, entry["reference_game"], manifest, source)
             try:
                 games[slug] = game_from_program(load_program(game_path), str(game_path))
             except ParseError as exc:
@@ -191,3 +215,25 @@ def load_map_set(directory: str | Path, source: str = "params/xent.yaml") -> Map
         maps.setdefault(slug, []).append(ImportedMap(slug, entry["reference_game"], entry["map_seed"],
                                                      entry["map_id"], entry["path"]))
     return MapSet(root, manifest, games, {k: tuple(v) for k, v in maps.items()})
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any] | None:
+    """A map set's manifest, or None when the directory has none (yet)."""
+    path = Path(directory) / MANIFEST
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _check_presentation(game_path: Path, name: str, manifest: dict[str, Any], source: str) -> None:
+    """Refuse a game file whose explanation is not the one we give its code today (an older import)."""
+    text = game_path.read_text(encoding="utf-8") if game_path.exists() else ""
+    marker = _header({"reference_game": name})
+    if marker not in text:
+        raise ParamsError(f"{source}: map_set: {game_path} is missing or has no `# @reference_game: {name}` line; "
+                          "import the map set again")
+    if text != game_text(name, text.split(marker, 1)[1]):
+        raise ParamsError(
+            f"{source}: map_set: {game_path} explains {name} with an older text than pipeline/xent/presentations.py "
+            f"gives it now (an import made before the text changed); import the map set again: "
+            f"`python -m pipeline xent maps import "
+            f"{manifest.get('source_file', 'FILE.json')} --out {game_path.parent.parent}`"
+        )

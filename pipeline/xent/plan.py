@@ -16,10 +16,12 @@ their upper bound. A reply without a `<move>` tag is never re-asked (the move is
 and the next ask carries a reminder), so it adds no call.
 
 Prompt tokens are those of the prompts the play code builds (pipeline.core.probe.prompt_tokens):
-with `replies.conversation: per_map` (the reference's) each map is one growing conversation, so
-the k-th ask of a map is billed the first prompt plus every earlier reply and follow-up message
-(results of the new round with its per-token breakdown, changed registers, the ask). The
-simulated replies have the expected visible length below, so the growth is counted as it comes.
+with `replies.conversation: per_ask` (default, the published leaderboard's) the k-th ask of a map
+is a fresh prompt holding the k-1 earlier rounds (with their per-token breakdowns unless
+`detail_rounds` limits them); with `per_map` each map is one growing conversation, so the k-th ask
+is billed the first prompt plus every earlier reply and follow-up message (results of the new
+round with its per-token breakdown, changed registers, the ask). The simulated replies have the
+expected visible length below, so the growth is counted as it comes.
 
 Reply tokens per call are `planned_reply_tokens(entry, "move", replies.max_tokens, "xent",
 expected)`, the expected visible reply being the move at its token limit plus MOVE_TAG_TOKENS for

@@ -1,7 +1,10 @@
 """Iterated play: each player plays each map for several rounds; all maps of a job run concurrently.
 
 Before each elicit a player sees the game's code and description, what its role may see, and its
-history on this map (its moves, reward totals, the per-token breakdown of recent rounds). A model
+history on this map (its moves, reward totals, per-token breakdowns). `conversation` decides how:
+`per_ask` (default, the protocol of the reference's published leaderboard) builds a fresh prompt at
+every ask with the whole history, every earlier round with its per-token breakdown unless
+`detail_rounds` limits it; `per_map` keeps one conversation per map and adds what is new. A model
 replies with its move in <move>...</move> (the reference's rule: last closed tag wins, closed
 <think> blocks dropped; a reply without the tag is the move as a whole, cut to the elicit's token
 limit, and the next ask reminds the model of the tags). The reply protocol (`replies.protocol`)
@@ -45,8 +48,8 @@ log = logging.getLogger(__name__)
 class PlaySettings:
     # the game's cap on a model's reply; None (the reference's): none, the model's roster entry decides
     reply_max_tokens: int | None = None
-    detail_rounds: int = 2
-    conversation: str = "per_map"  # the reference's: one conversation per map; or "per_ask"
+    detail_rounds: int | None = None  # per_ask: earlier rounds with per-token detail; None: all (the reference's)
+    conversation: str = "per_ask"  # the published leaderboard's: a fresh prompt per ask; or "per_map"
     protocol: str = "reference"  # the reference's: think, then the last <move> tag; or "short"
 
     def __post_init__(self) -> None:
@@ -74,7 +77,7 @@ class PlayerSeat:
         self.shown: dict[str, str] = {}  # registers as last shown
 
     def messages(self, request: ElicitRequest) -> list[dict[str, str]]:
-        """per_map (the reference's): one growing conversation; per_ask: a fresh prompt each time."""
+        """per_ask (the published leaderboard's): a fresh prompt each time; per_map: one growing conversation."""
         ctx = self.context
         roles = (request.role,)
         if self.settings.conversation == "per_ask" or not self.conversation:

@@ -106,12 +106,20 @@ def _block(title: str, lines: Sequence[str]) -> str:
     return f"## {title}\n" + ("\n".join(lines) if lines else "(none)")
 
 
-def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str], detail_rounds: int,
-                  max_tokens_shown: int = 60) -> list[str]:
-    """Earlier rounds on this map: moves, reward totals, and the per-token breakdown of recent rounds."""
+#: per-token cells shown per reward when only recent rounds are detailed (an integer `detail_rounds`)
+RECENT_TOKENS_SHOWN = 60
+
+
+def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str], detail_rounds: int | None) -> list[str]:
+    """Earlier rounds on this map: moves, reward totals, and per-token breakdowns.
+
+    `detail_rounds` None (the published leaderboard's): every round with every token; an integer N
+    (ours, shorter prompts): the last N rounds, at most RECENT_TOKENS_SHOWN tokens per reward.
+    """
     lines: list[str] = []
+    max_tokens_shown = None if detail_rounds is None else RECENT_TOKENS_SHOWN
     for k, past in enumerate(history):
-        detailed = k >= len(history) - detail_rounds
+        detailed = detail_rounds is None or k >= len(history) - detail_rounds
         total = past.get("total_bits")
         status = f"total {total:+.2f} bits" if total is not None else f"ended with an error: {past.get('error')}"
         lines.append(f"Round {past['round']}: {status}")
@@ -123,7 +131,7 @@ def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str],
                 continue
             lines.append(f"  reward {reward['expression']} to {reward['role']}: {reward['total_bits']:+.2f} bits")
             if detailed and reward.get("tokens"):
-                shown = reward["tokens"][:max_tokens_shown]
+                shown = reward["tokens"] if max_tokens_shown is None else reward["tokens"][:max_tokens_shown]
                 cells = " ".join(f"{tok!r}:{bits:+.1f}" for tok, bits in shown)
                 more = f" ... (+{len(reward['tokens']) - len(shown)} tokens)" if len(reward["tokens"]) > len(shown) else ""
                 lines.append(f"    per token: {cells}{more}")
@@ -131,7 +139,7 @@ def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str],
 
 
 def elicit_messages(code: str, description: str, request: ElicitRequest, history: Sequence[Mapping[str, Any]],
-                    role_set: Sequence[str], detail_rounds: int, reminder: bool = False,
+                    role_set: Sequence[str], detail_rounds: int | None, reminder: bool = False,
                     protocol: str = "reference") -> list[dict[str, str]]:
     """Chat messages for one elicit: rules, the game code, what the role sees, its history, the ask
     (worded by the reply `protocol`)."""

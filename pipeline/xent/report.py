@@ -11,7 +11,10 @@
 - a map is flagged when no player's running best improves after round 1;
 - `empty_at_token_limit` = the model's replies in Xent's play jobs (as player or as opponent) that
   the token limit cut before any visible text (a reasoning model whose hidden reasoning spent the
-  whole budget), counted from the calls tables (pipeline.core.budgets.empty_at_limit_counts).
+  whole budget), counted from the calls tables (pipeline.core.budgets.empty_at_limit_counts);
+- `map_set_differs` (only when the run plays an imported map set) = the params fields in which
+  the run is not the map set's (judge, judge_dtype, rounds, players, ...; pipeline.xent.settings),
+  [] when none: a published table shows whether its scores are comparable with the reference's.
 
 Metrics are rounded to `SCORE_DIGITS` / `BITS_DIGITS` decimals: docs/xent.md gives the measured
 run-to-run spread of the judge that justifies them.
@@ -149,7 +152,7 @@ def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
     return events
 
 
-def write_rate(params_path: str, out: str) -> dict[str, Any]:
+def write_rate(params_path: str, out: str, models_path: str = "params/models.yaml") -> dict[str, Any]:
     """The rescored tables in; rounds, scores, maps, TrueSkill ratings and metrics.json out."""
     params = load_xent(params_path)
     root = Path(out)
@@ -176,9 +179,28 @@ def write_rate(params_path: str, out: str) -> dict[str, Any]:
     calls_path = root / "calls.parquet"  # every play job's calls, written by rescore
     empty = empty_at_limit_counts(read_table(calls_path, CallsSchema)) if calls_path.exists() else {}
     metrics = metrics_dict(scores, ratings, maps, empty)
+    if params.map_set:
+        differs = map_set_fields_differing(params, params_path, models_path)
+        for entry in metrics.values():
+            entry["map_set_differs"] = differs
     write_json_atomic(root / "metrics.json", metrics)
     return {"models": len(metrics), "maps": maps.height, "flagged_maps": int(maps["flagged"].sum()),
             "rating_events": len(events)}
+
+
+def map_set_fields_differing(params: Any, params_path: str, models_path: str) -> list[str]:
+    """The fields in which the run is not its map set's (said on stderr too); [] when none."""
+    import sys
+
+    from pipeline.core.roster import load_models
+    from pipeline.xent.settings import differences_note, map_set_differences
+
+    models = load_models(models_path) if Path(models_path).exists() else None
+    differences = map_set_differences(params, models)
+    note = differences_note(params, differences, params_path)
+    if note:
+        print(note, file=sys.stderr)
+    return [d.field for d in differences]
 
 
 def write_report(out: str) -> list[str]:

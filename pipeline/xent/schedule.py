@@ -1,8 +1,10 @@
 """The deterministic schedule: which maps exist and which play jobs run (ids are content ids).
 
 A play job is one game and one player over all the game's maps; its id covers the game text, the
-map ids, the player's roster entry, the opponent's entry, the rounds, the judge and the prompt
-version, so adding a player adds jobs and changes none.
+map ids, the player's roster entry, the opponent's entry, the rounds, the judge (its dtype when
+not the default float32, so that ids made before the option stay valid) and the prompt version, so
+adding a player adds jobs and changes none. With an imported map set the schedule also carries
+where the run differs from it (pipeline.xent.settings), for the commands to say so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pipeline.xent.games import Game, load_game
 from pipeline.xent.maps import MapSpec, map_id_for
 from pipeline.xent.mapset import load_map_set
 from pipeline.xent.prompts import PROMPT_VERSION
+from pipeline.xent.settings import Difference, apply_map_set, map_set_differences
 from pipeline.xent.xgl import ParseError
 
 PLAY_VERSION = 2  # 2: the reference's XGL semantics, move rule and ensure limit
@@ -43,6 +46,7 @@ class Schedule:
     refs: dict[str, str]
     maps: dict[str, tuple[MapSpec, ...]]
     jobs: tuple[PlayJob, ...]
+    differences: tuple[Difference, ...] = ()  # where the run is not its imported map set's
 
     def job(self, game: str | None, job_id: str) -> PlayJob:
         """The play job `job_id` (ids are content ids, unique across games; `game` only checks it)."""
@@ -59,7 +63,14 @@ def _entry_identity(models: ModelsParams, name: str) -> dict:
     return entry.model_dump(mode="json", include={"model", "bot", "bot_options", "sampling", "extra"})
 
 
+def judge_label(params: XentParams) -> str:
+    """The judge as map and job ids know it: its name, plus its dtype when not the default float32."""
+    default = XentParams.model_fields["judge_dtype"].default
+    return params.judge if params.judge_dtype == default else f"{params.judge}@{params.judge_dtype}"
+
+
 def build_schedule(params: XentParams, models: ModelsParams, source: str = "params/xent.yaml") -> Schedule:
+    params = apply_map_set(params)
     params.check_roster(models, source)
     games: dict[str, Game] = {}
     refs: dict[str, str] = {}
@@ -81,7 +92,7 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         games[game.name] = game
         refs[game.name] = ref
     maps = {
-        name: imported.get(name) or tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, params.judge))
+        name: imported.get(name) or tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, judge_label(params)))
                                           for k in range(params.maps_per_game))
         for name, game in games.items()
     }
@@ -93,8 +104,8 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
                 "v": PLAY_VERSION, "prompt": PROMPT_VERSION, "game": name, "source": game.version,
                 "maps": [m.map_id for m in maps[name]], "player": _entry_identity(models, player),
                 "opponent": _entry_identity(models, opponent) if opponent else None,
-                "rounds": params.rounds, "judge": params.judge, "replies": params.replies.model_dump(mode="json"),
+                "rounds": params.rounds, "judge": judge_label(params), "replies": params.replies.model_dump(mode="json"),
                 "judge_scoring": [params.judge_scoring, params.judge_clip_logprobs],
             }
             jobs.append(PlayJob(name, refs[name], content_id(identity), player, opponent, maps[name], params.rounds))
-    return Schedule(games, refs, maps, tuple(jobs))
+    return Schedule(games, refs, maps, tuple(jobs), tuple(map_set_differences(params, models)))

@@ -30,14 +30,14 @@ def load_schedule(params_path: str, models_path: str) -> Schedule:
 
 
 def build_stage(params_path: str, models_path: str, game: str, out: str, judge_cache: str | None) -> list[Path]:
-    from pipeline.xent.cli import load_any_judge
+    from pipeline.xent.cli import params_judge
     from pipeline.xent.maps import build_maps
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
     if all(spec.imported for spec in schedule.maps[game]):  # an imported map set: copied, no judge needed
         return build_maps(schedule.refs[game], list(schedule.maps[game]), None, out)
-    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
+    judge = params_judge(params)
     if judge_cache and hasattr(judge, "cache"):
         judge.cache.directory = Path(judge_cache)  # stories sampled once per game and seed, kept on disk
     return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
@@ -47,15 +47,19 @@ def play_stage(params_path: str, models_path: str, game_name: str | None, job_id
     from pipeline.core.llm import Gateway
     from pipeline.core.players import make_players
     from pipeline.core.roster import load_models
-    from pipeline.xent.cli import load_any_judge
+    from pipeline.xent.cli import params_judge
     from pipeline.xent.play import PlaySettings, job_record, play_job_maps
+    from pipeline.xent.settings import differences_note
 
     params = load_xent(params_path)
     models = load_models(models_path)
     schedule = build_schedule(params, models, source=params_path)
     job = schedule.job(game_name, job_id)
     game = schedule.games[job.game]
-    judge = load_any_judge(params.judge, params.judge_scoring, params.judge_clip_logprobs)
+    note = differences_note(params, list(schedule.differences), params_path)
+    if note:  # in every play job's log too: these scores are not the map set's
+        print(note, file=sys.stderr)
+    judge = params_judge(params)
     gateway = Gateway(models, job=f"xent/{job.game}/{job_id}")
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
@@ -101,7 +105,7 @@ def _self_rewards(records: list[dict[str, Any]]):  # -> iterator of (keys, rewar
 
 def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> dict[str, Any]:
     """Tables of moves, rewards and per-token xents; every reward re-scored by every judge in large batches."""
-    from pipeline.xent.cli import load_any_judge
+    from pipeline.xent.cli import params_judge
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
@@ -137,7 +141,7 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
     mismatches: list[str] = []
     checked = 0
     for judge_name in judges:
-        judge = load_any_judge(judge_name, params.judge_scoring, params.judge_clip_logprobs)
+        judge = params_judge(params, judge_name)
         print(f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
               file=sys.stderr)
         scored = dict(zip(pairs, judge.score_many(pairs))) if pairs else {}

@@ -46,6 +46,11 @@ def xent_plan(params_path: str, models_path: str, root: str = "results/xent") ->
     except (ParamsError, ParseError) as exc:
         print(f"xent: nothing scheduled ({str(exc).splitlines()[0]}); its jobs fail until this is fixed", file=sys.stderr)
         return XentPlan()
+    from pipeline.xent.settings import differences_note
+
+    note = differences_note(params, list(schedule.differences), params_path)
+    if note:  # the run goes ahead, but says plainly that it is not the map set's
+        print(note, file=sys.stderr)
     plan = XentPlan()
     for game, specs in schedule.maps.items():
         plan.maps[game] = [str(s.path(f"{root}/maps")) for s in specs]
