@@ -180,7 +180,7 @@ def test_import_of_a_path_with_no_logs_stops_and_writes_nothing(tmp_path: Path) 
 def test_other_path_arguments_that_hold_nothing_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pipeline.cli import main
 
-    assert main(["publish", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
+    assert main(["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
                  str(tmp_path / "nope"), "--out", str(tmp_path / "lb")]) == 2
     assert main(["skate", "calibrate", "--pairs", str(tmp_path / "nope.yaml")]) == 2
     assert main(["sandbox", "run", str(tmp_path / "nope.py")]) == 2
@@ -237,7 +237,7 @@ def test_a_typo_in_one_benchmark_stops_only_the_runs_that_need_it(tmp_path: Path
     with pytest.raises(ParamsError, match="did you mean 'smollm2-135m'"):
         check_chosen_params_dir("params", tmp_path, targets=["results/whoisspy/metrics.json"])
     with pytest.raises(ParamsError, match="players\\[0\\]: 'smollm2-315m'"):
-        check_chosen_params_dir("params", tmp_path, targets=["publish"])
+        check_chosen_params_dir("params", tmp_path, targets=["leaderboard_build"])
 
 
 @pytest.mark.parametrize("directory", ["params", "params/paper"])

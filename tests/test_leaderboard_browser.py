@@ -28,7 +28,7 @@ pytestmark = [
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("site")
     build_results(root / "results")
-    assert main(["publish", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results", str(root / "results"),
+    assert main(["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results", str(root / "results"),
                  "--out", str(root / "lb"), "--workspace", str(root)]) == 0
     return root / "lb" / "site"
 

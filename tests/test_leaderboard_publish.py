@@ -1,4 +1,4 @@
-"""`python -m pipeline publish`: the combined leaderboard files, their stamp, honest intervals, a
+"""`python -m pipeline leaderboard`: the combined leaderboard files, their stamp, honest intervals, a
 safe offline site, and speed on a corpus of thousands of games."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("publish")
     build_results(root / "results")
     shutil.copy2(REPO / "params" / "leaderboard.yaml", root / "leaderboard.yaml")
-    code = main(["publish", "--params", str(root / "leaderboard.yaml"), "--results", str(root / "results"),
+    code = main(["leaderboard", "--params", str(root / "leaderboard.yaml"), "--results", str(root / "results"),
                  "--out", str(root / "results" / "leaderboard"), "--workspace", str(root)])
     assert code == 0
     return root / "results" / "leaderboard"
@@ -125,7 +125,7 @@ def test_replays_show_each_benchmarks_content(published: Path) -> None:
 def test_publish_is_deterministic(published: Path, tmp_path: Path) -> None:
     root = published.parent.parent
     out = tmp_path / "again"
-    assert main(["publish", "--params", str(root / "leaderboard.yaml"), "--results", str(root / "results"),
+    assert main(["leaderboard", "--params", str(root / "leaderboard.yaml"), "--results", str(root / "results"),
                  "--out", str(out), "--workspace", str(root), "--no-site"]) == 0
     for name in ("leaderboard.json", "leaderboard.md", "version.json"):
         assert (out / name).read_bytes() == (published / name).read_bytes()
@@ -135,7 +135,7 @@ def test_missing_rooms_are_skipped(tmp_path: Path) -> None:
     build_results(tmp_path / "results")
     shutil.rmtree(tmp_path / "results" / "xent")
     (tmp_path / "results" / "skate" / "pcorrect.parquet").unlink()
-    assert main(["publish", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
+    assert main(["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
                  str(tmp_path / "results"), "--out", str(tmp_path / "lb"), "--workspace", str(tmp_path)]) == 0
     board = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
     assert not any(k.startswith("xent_") for row in board.values() for k in row)
@@ -152,7 +152,7 @@ def test_a_corrupted_room_table_stops_publish_naming_file_and_column(
     speeches = tmp_path / "results" / "whoisspy" / "speeches.parquet"
     pl.read_parquet(speeches).with_columns(pl.lit("late").alias("round")).write_parquet(speeches)
     out = tmp_path / "lb"
-    assert main(["publish", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
+    assert main(["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
                  str(tmp_path / "results"), "--out", str(out), "--workspace", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "speeches.parquet" in err and "'round'" in err
@@ -162,7 +162,7 @@ def test_a_corrupted_room_table_stops_publish_naming_file_and_column(
 def test_bad_version_is_a_params_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     params = tmp_path / "leaderboard.yaml"
     params.write_text("version: 1\n")
-    assert main(["publish", "--params", str(params), "--results", str(tmp_path), "--out", str(tmp_path / "lb")]) == 2
+    assert main(["leaderboard", "--params", str(params), "--results", str(tmp_path), "--out", str(tmp_path / "lb")]) == 2
     err = capsys.readouterr().err
     assert "leaderboard.yaml" in err and "version" in err and "MAJOR.MINOR" in err
 
@@ -171,7 +171,7 @@ def test_bad_version_is_a_params_error(tmp_path: Path, capsys: pytest.CaptureFix
 def test_thousands_of_games_publish_fast_with_a_small_index(tmp_path: Path) -> None:
     build_corpus(tmp_path / "results", games=2000)
     started = time.perf_counter()
-    assert main(["publish", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
+    assert main(["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results",
                  str(tmp_path / "results"), "--out", str(tmp_path / "lb"), "--workspace", str(tmp_path)]) == 0
     elapsed = time.perf_counter() - started
     site = tmp_path / "lb" / "site"

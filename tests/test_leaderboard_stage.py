@@ -1,4 +1,4 @@
-"""The `publish` rule through Snakemake: it takes the rooms' outputs as inputs, writes every
+"""The `leaderboard_build` rule through Snakemake: it takes the rooms' outputs as inputs, writes every
 leaderboard file, and is up to date on a second run."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def snakemake(project: Path, *args: str) -> str:
 
 def test_publish_rule_lists_the_rooms_outputs_as_inputs(project: Path) -> None:
     out = snakemake(project, "-n", "--cores", "1", "leaderboard_all")
-    publish = out.split("rule publish:")[1].split("rule ")[0]
+    publish = out.split("rule leaderboard_build:")[1].split("rule ")[0]
     inputs = publish.split("input:")[1].split("\n")[0]
     for room in ("elimination", "whoisspy", "skate"):
         assert f"results/{room}/metrics.json" in inputs, room
@@ -37,12 +37,12 @@ def test_publish_rule_writes_the_leaderboard_then_is_up_to_date(project: Path) -
     for room in ("skate", "xent", "elimination", "whoisspy"):
         (project / "pipeline" / room / "rules.smk").unlink(missing_ok=True)
     build_results(project / "results")
-    snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules", "publish", "leaderboard_all")
+    snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules", "leaderboard_build", "leaderboard_all")
     folder = project / "results" / "leaderboard"
     board = json.loads((folder / "leaderboard.json").read_text())
     assert board["alpha"]["combined_rank"] == 1
     assert json.loads((folder / "version.json").read_text())["leaderboard_version"] == "1.0"
     assert (folder / "site" / "elimination" / "games" / "e1.html").exists()
-    assert "site/index.html" in (folder / "logs" / "publish.log").read_text()
+    assert "site/index.html" in (folder / "logs" / "build.log").read_text()
     assert "Nothing to be done" in snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules",
-                                             "publish", "leaderboard_all")
+                                             "leaderboard_build", "leaderboard_all")

@@ -5,6 +5,8 @@ body { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; margin: 0 auto; m
        padding: 0 1em; color: #222; line-height: 1.4; }
 header nav { padding: .6em 0; border-bottom: 1px solid #ccc; }
 footer.stamp { margin: 2em 0 1em; padding-top: .5em; border-top: 1px solid #ccc; font-size: .8em; color: #555; }
+p.version { margin: .3em 0 0; font-size: .8em; color: #555; }
+section.release { border-top: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }

@@ -1,5 +1,6 @@
-"""`python -m pipeline publish`: results/<benchmark>/ -> results/leaderboard/ (JSON, Markdown,
-version stamp, static site with replays)."""
+"""`python -m pipeline leaderboard`: results/<benchmark>/ -> results/leaderboard/ (JSON, Markdown,
+version stamp, static site with replays and release notes). The DVC stage and `publish` both build
+with this; `publish` (release.py) then records, commits, tags and pushes the version."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from pipeline.core.registry import benchmark
 from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys
 from pipeline.leaderboard.markdown import render_markdown
+from pipeline.leaderboard.notes import load_releases
 from pipeline.leaderboard.site import BenchmarkSite, build_site
 from pipeline.leaderboard.sources import load_rooms
 from pipeline.leaderboard.stamp import Stamp, git_commit
 
 
 @dataclass
-class Published:
+class Built:
     models: int
     benchmarks: list[str]
     pages: int
@@ -47,7 +49,7 @@ def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
     return buffer.getvalue()
 
 
-def publish(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Published:
+def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Built:
     started = time.perf_counter()
     rooms = load_rooms(results, params.benchmarks)
     boards = [benchmark_board(name, room.metrics or {}, headline_keys(params, name), params.interval_z)
@@ -70,9 +72,9 @@ def publish(params: LeaderboardParams, results: Path, out: Path, workspace: Path
     if site:
         pages = build_site(out / "site", benches, combined, stamp,
                            {"leaderboard.json": dumps(flat), "leaderboard.md": markdown, "version.json": dumps(version)},
-                           params.site.games_per_page)
+                           params.site.games_per_page, load_releases(out))
     write_json_atomic(out / "version.json", version)
     write_text_atomic(out / "leaderboard.md", markdown)
     write_json_atomic(out / "leaderboard.json", flat)
     write_text_atomic(out / "combined.csv", combined_csv(flat))
-    return Published(len(flat), [b.name for b in boards], pages, time.perf_counter() - started, stamp)
+    return Built(len(flat), [b.name for b in boards], pages, time.perf_counter() - started, stamp)

@@ -33,13 +33,12 @@ class Version:
 
 
 def repo_root(folder: Path) -> Path:
+    from pipeline.leaderboard.vcs import PublishError, git_toplevel
+
     try:
-        done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, text=True)
-    except OSError as exc:
-        raise DiffError(f"git is not available: {exc}") from None
-    if done.returncode != 0:
-        raise DiffError(f"{folder} is not inside a git repository: {done.stderr.strip()}")
-    return Path(done.stdout.strip())
+        return git_toplevel(folder)
+    except PublishError as exc:
+        raise DiffError(str(exc)) from None
 
 
 def read_file(root: Path, rev: str | None, path: str) -> str | None:

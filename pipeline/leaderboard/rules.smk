@@ -2,15 +2,16 @@
 # version.json, site/). Included last by the Snakefile, so ALL_TARGETS already lists every other
 # room's outputs: the benchmarks' files among them are this rule's inputs (a room that is absent
 # simply adds none), and a change to any of them re-publishes.
-from pipeline.leaderboard.workflow import leaderboard_code, leaderboard_inputs
+from pipeline.leaderboard.workflow import leaderboard_code, leaderboard_inputs, published_releases
 
 LEADERBOARD_DIR = "results/leaderboard"
 
 
-rule publish:
+rule leaderboard_build:
     input:
         rooms=leaderboard_inputs(ALL_TARGETS, BENCHMARKS, workflow.rules),
         params=f"{PARAMS_DIR}/leaderboard.yaml",
+        releases=published_releases(LEADERBOARD_DIR),
     output:
         leaderboard=f"{LEADERBOARD_DIR}/leaderboard.json",
         markdown=f"{LEADERBOARD_DIR}/leaderboard.md",
@@ -20,17 +21,17 @@ rule publish:
     params:
         code=leaderboard_code(BENCHMARKS),
     log:
-        f"{LEADERBOARD_DIR}/logs/publish.log",
+        f"{LEADERBOARD_DIR}/logs/build.log",
     conda:
         PIPELINE_ENV
     shell:
-        "python -m pipeline publish --params {input.params} --results results --out results/leaderboard "
+        "python -m pipeline leaderboard --params {input.params} --results results --out results/leaderboard "
         "> {log} 2>&1"
 
 
 rule leaderboard_all:
     input:
-        rules.publish.output,
+        rules.leaderboard_build.output,
 
 
 ALL_TARGETS.extend(rules.leaderboard_all.input)

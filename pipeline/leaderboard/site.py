@@ -6,6 +6,7 @@ leaves half a site. Every page links only to files inside the site (works offlin
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pipeline.leaderboard.combine import (
     rank_text,
 )
 from pipeline.leaderboard.markdown import fmt
+from pipeline.leaderboard.notes import CHANGELOG_FILE, RELEASES_FILE, record_lines, render_changelog
 from pipeline.leaderboard.stamp import Stamp
 from pipeline.leaderboard.templates import render, render_source
 
@@ -120,9 +122,27 @@ def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntr
     return rows
 
 
+def release_context(records: list[dict[str, Any]], stamp: Stamp) -> list[dict[str, Any]]:
+    """The releases page's entries: this site's version marked, every other one with the command
+    that opens its own site (from its tag)."""
+    return [{"version": r["version"], "tag": r["tag"], "lines": record_lines(r),
+             "current": r["version"] == stamp.version} for r in records]
+
+
+def write_releases(site: Path, records: list[dict[str, Any]], stamp: Stamp, nav: list[str]) -> None:
+    """releases.html, CHANGELOG.md and releases.json of the site (publish rewrites them after
+    writing a new release, with the bytes a full build would give)."""
+    write(site / "releases.html", render(
+        "releases.html", nav=nav, stamp=stamp, stepper=False, root="", title="Release notes",
+        releases=release_context(records, stamp), published=any(r["version"] == stamp.version for r in records)))
+    write(site / CHANGELOG_FILE, render_changelog(records))
+    write(site / RELEASES_FILE, json.dumps(records, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
 def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, CombinedEntry], stamp: Stamp,
-               files: dict[str, str], per_page: int) -> int:
-    """Write the whole site to `target` (replacing it); `files` are extra files (name -> text)."""
+               files: dict[str, str], per_page: int, releases: list[dict[str, Any]]) -> int:
+    """Write the whole site to `target` (replacing it); `files` are extra files (name -> text);
+    `releases` the published versions' records (releases.json), newest first."""
     from pipeline.leaderboard.charts import write_charts
 
     staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -137,7 +157,8 @@ def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, C
         boards = [b.board for b in benches]
         charts = write_charts(staging / "charts", boards, combined)
         nav = [b.name for b in boards]
-        pages = 1
+        write_releases(staging, releases, stamp, nav)
+        pages = 2
         write(staging / "index.html", render(
             "index.html", nav=nav, stamp=stamp, stepper=False, root="", title="Leaderboard",
             benchmarks=nav, combined=index_context(boards, combined), settled_note=leaderboard_note(boards),

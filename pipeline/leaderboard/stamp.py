@@ -44,12 +44,15 @@ class Stamp:
         return content_id(self.inputs)
 
     @property
-    def short(self) -> str:
-        """One line for the foot of every page and the head of leaderboard.md."""
-        commit = "no git" if self.commit is None else f"commit {self.commit[:12]}" + (
+    def commit_text(self) -> str:
+        return "no git" if self.commit is None else f"commit {self.commit[:12]}" + (
             "+dirty" if self.commit.endswith("+dirty") else ""
         )
-        return f"leaderboard v{self.version} · {commit} · inputs {self.inputs_id} ({len(self.inputs)} files)"
+
+    @property
+    def short(self) -> str:
+        """One line for the foot of every page and the head of leaderboard.md."""
+        return f"leaderboard v{self.version} · {self.commit_text} · inputs {self.inputs_id} ({len(self.inputs)} files)"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,9 @@ BASE = """\
 {% if stepper %}<script src="{{ root }}assets/replay.js" defer></script>{% endif %}
 </head><body>
 <header><nav><a href="{{ root }}index.html">Leaderboard</a>
-{% for name in nav %} · <a href="{{ root }}{{ name }}/index.html">{{ name }}</a>{% endfor %}</nav></header>
+{% for name in nav %} · <a href="{{ root }}{{ name }}/index.html">{{ name }}</a>{% endfor %}
+ · <a href="{{ root }}releases.html">releases</a></nav>
+<p class="version">leaderboard v{{ stamp.version }} · built from {{ stamp.commit_text }}</p></header>
 <main>
 <h1>{{ title }}</h1>
 {% block main %}{% endblock %}
@@ -104,9 +106,26 @@ GAME_LIST = """\
 {% endblock %}
 """
 
+RELEASES = """\
+{% extends "base.html" %}
+{% block main %}
+{% if not published %}<p class="unsettled">This site's version, v{{ stamp.version }}, is not published yet
+(<code>python -m pipeline publish</code> tags and records it).</p>{% endif %}
+{% if not releases %}<p>No version published yet.</p>{% endif %}
+{% for r in releases %}
+<section class="release"><h2 id="v{{ r.version }}">v{{ r.version }} · {{ r.tag }}{% if r.current %} (this site){% endif %}</h2>
+<ul>{% for line in r.lines %}<li>{{ line.removeprefix("- ") }}</li>{% endfor %}</ul>
+{% if not r.current %}<p class="muted">Open its site: <code>python -m pipeline site {{ r.tag }}</code>
+(or <code>git checkout {{ r.tag }} &amp;&amp; dvc pull</code>)</p>{% endif %}
+</section>
+{% endfor %}
+<p>Files: <a href="CHANGELOG.md">CHANGELOG.md</a> · <a href="releases.json">releases.json</a></p>
+{% endblock %}
+"""
+
 TEMPLATES = {
     "base.html": BASE, "macros.html": MACROS, "index.html": INDEX, "benchmark.html": BENCHMARK,
-    "game_list.html": GAME_LIST,
+    "game_list.html": GAME_LIST, "releases.html": RELEASES,
 }
 
 

@@ -40,3 +40,9 @@ def leaderboard_code(benchmarks: Sequence[Benchmark]) -> str:
             if module_file:
                 files.append((f"{bench.name}:replay", Path(module_file)))
     return content_id([(name, path.read_text(encoding="utf-8")) for name, path in files])
+
+
+def published_releases(folder: str) -> list[str]:
+    """The release records `publish` wrote (the site's release notes), once there are any."""
+    path = Path(folder) / "releases.json"
+    return [str(path)] if path.exists() else []
