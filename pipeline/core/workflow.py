@@ -227,7 +227,7 @@ def rooms_of(targets: Sequence[str], rooms: Sequence[str]) -> list[str]:
     for target in targets or ["all"]:
         parts = Path(target).parts
         name = parts[1] if len(parts) > 1 and parts[0] == "results" else target
-        if name in ("all", "publish", "leaderboard") or name.startswith("leaderboard_"):
+        if name in ("all", "leaderboard") or name.startswith("leaderboard_"):
             return list(rooms)
         match = next((r for r in sorted(rooms, key=len, reverse=True) if name == r or name.startswith(f"{r}_")), None)
         if match and match not in needed:
@@ -266,3 +266,16 @@ def copy_workflow(source: Path, into: Path, names: tuple[str, ...] = WORKFLOW_FI
         elif src.exists():
             shutil.copy2(src, into / name)
     return into
+
+
+def code_fingerprint(package: str, modules: Sequence[str]) -> str:
+    """A content id of a package's modules, for a rule's `params:`. Snakemake's code trigger sees
+    only a rule's own shell line, not the Python it calls: with this, a change to those modules
+    reruns the rule."""
+    from pipeline.core.io import content_id
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"no package {package!r}")
+    folder = Path(spec.origin).parent
+    return content_id([(name, (folder / name).read_text(encoding="utf-8")) for name in modules])

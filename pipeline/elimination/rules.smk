@@ -6,6 +6,7 @@ import sys
 from pipeline.core.params import ParamsError as _EliminationParamsError
 from pipeline.core.progress import announce_games as _elimination_announce
 from pipeline.core.shards import jobs_for_games as _elimination_jobs
+from pipeline.core.workflow import code_fingerprint as _elimination_code
 from pipeline.elimination.config import load_elimination_params as _elimination_params
 from pipeline.elimination.schedule import schedule_from_files as _elimination_schedule
 from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
@@ -42,6 +43,11 @@ ELIMINATION_OUTPUTS = dict(
     calls=f"{ELIMINATION_DIR}/calls.parquet",
     tables=[f"{ELIMINATION_DIR}/tables/{name}.parquet" for name in ELIMINATION_TABLES],
 )
+# the modules that turn logs into tables, ratings and metrics, and those that draw the plots: a change
+# reruns rate or report (games replay only when their content id changes)
+ELIMINATION_RATE_CODE = _elimination_code("pipeline.elimination", (
+    "reader.py", "records.py", "metrics.py", "ratings.py", "schemas.py", "importer.py", "matching.py", "config.py"))
+ELIMINATION_REPORT_CODE = _elimination_code("pipeline.elimination", ("plots.py",))
 # the params file is not an input of the games (a game's content already covers what decides it)
 ELIMINATION_ARGS = f"--params {ELIMINATION_PARAMS} --models {ELIMINATION_MODELS} --out {ELIMINATION_DIR}/games"
 
@@ -93,6 +99,7 @@ rule elimination_rate:
         **ELIMINATION_OUTPUTS,
     params:
         rating=ELIMINATION_RATING,
+        code=ELIMINATION_RATE_CODE,
         # every scheduled game, the shards' included: the rate job reads them all
         games=sorted(ELIMINATION_GAMES),
     log:
@@ -110,6 +117,8 @@ rule elimination_report:
         tables=ELIMINATION_OUTPUTS["tables"],
     output:
         plots=directory(f"{ELIMINATION_DIR}/plots"),
+    params:
+        code=ELIMINATION_REPORT_CODE,
     log:
         f"{ELIMINATION_DIR}/logs/report.log",
     conda:
