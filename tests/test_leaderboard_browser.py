@@ -63,7 +63,7 @@ class Watched:
 PAGE_TYPES = [
     "index.html", "charts/combined.html", "elimination/index.html", "elimination/list/page-1.html",
     "elimination/games/e1.html", "whoisspy/index.html", "whoisspy/games/w1.html", "skate/index.html",
-    "skate/games/q2.html", "xent/index.html", "xent/games/condense--m1--beta.html",
+    "skate/games/q2.html", "xent/index.html", "xent/games/condense--m1--beta.html", "releases.html",
 ]
 
 

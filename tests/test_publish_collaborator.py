@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 import yaml
 
+from tests.test_leaderboard_browser import ARGS, CHROMIUM, Watched
 from tests.test_reliability_support import MOCK_ROSTER, PYTHON_BIN, env, make_project, write_models, write_yaml
 
 pytestmark = pytest.mark.slow
@@ -125,12 +126,19 @@ def test_release_notes_say_what_changed(published: dict[str, Any]) -> None:
     assert "mock-c" in page and "python -m pipeline site leaderboard-v1.0" in page
 
 
-def test_a_collaborator_clone_rebuilds_everything_from_the_remote(published: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def collaborator(published: dict[str, Any]) -> Path:
+    """A fresh clone of v1.1 (the two commands publish printed), its artifacts pulled from the remote."""
     top, project = published["top"], published["project"]
     clone = top / "collaborator"
     sh(top, "git", "clone", "-q", "--branch", "leaderboard-v1.1", str(project), str(clone))
     assert not (clone / "results" / "leaderboard" / "site").exists()
     dvc(clone, "pull", "-q")
+    return clone
+
+
+def test_a_collaborator_clone_rebuilds_everything_from_the_remote(published: dict[str, Any], collaborator: Path) -> None:
+    top, clone = published["top"], collaborator
     site = clone / "results" / "leaderboard" / "site"
     assert (site / "index.html").exists() and "leaderboard v1.1" in (site / "index.html").read_text()
     replays = sorted((site / "whoisspy" / "games").glob("*.html")) + sorted((site / "elimination" / "games").glob("*.html"))
@@ -143,6 +151,25 @@ def test_a_collaborator_clone_rebuilds_everything_from_the_remote(published: dic
     opened = pipeline(clone, "site", "leaderboard-v1.0", "--out", str(top / "v1.0-site"))
     index = Path(opened.stdout.strip().splitlines()[-1])
     assert index.exists() and "leaderboard v1.0" in index.read_text() and "mock-c" not in index.read_text()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (the Makefile installs it)")
+def test_the_pulled_site_opens_in_chromium(collaborator: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package drives Chromium")
+    site = collaborator / "results" / "leaderboard" / "site"
+    replay = next((site / "whoisspy" / "games").glob("*.html"))
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        watched = Watched(browser)
+        page = watched.open(site / "index.html")
+        assert "leaderboard v1.1 · built from commit" in page.inner_text("header")
+        page.click("text=releases")
+        page.wait_for_load_state("load")
+        assert page.url.endswith("releases.html") and "leaderboard-v1.1 (this site)" in page.inner_text("main")
+        watched.open(replay)
+        assert page.is_visible("text=Votes") and "Round 1" in page.inner_text("main")
+        assert watched.errors == [] and watched.remote == []
+        browser.close()
 
 
 def test_the_shared_response_cache_re_derives_games_without_calls(published: dict[str, Any]) -> None:
