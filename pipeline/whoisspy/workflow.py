@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
+from pipeline.core.workflow import code_fingerprint
 from pipeline.whoisspy.report import rate_outputs, report_outputs
 
 __all__ = ["rate_outputs", "rate_settings", "report_code_fingerprint", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
@@ -44,8 +43,7 @@ REPORT_MODULES = ("config.py", "metrics.py", "plots.py", "report.py", "schemas.p
 
 
 def report_code_fingerprint() -> str:
-    folder = Path(__file__).parent
-    return content_id([(name, (folder / name).read_text(encoding="utf-8")) for name in REPORT_MODULES])
+    return code_fingerprint("pipeline.whoisspy", REPORT_MODULES)
 
 
 def rate_settings(params_path: str) -> dict[str, Any]:

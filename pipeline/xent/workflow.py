@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id
 from pipeline.core.params import ParamsError
+from pipeline.core.workflow import code_fingerprint
 from pipeline.xent.report import rate_outputs, report_outputs
 from pipeline.xent.xgl import ParseError
 
@@ -26,11 +25,6 @@ class XentPlan:
     judges: list[str] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)  # what decides `rate`
     plots_code: str = ""  # what decides `report`
-
-
-def _code(*names: str) -> str:
-    folder = Path(__file__).parent
-    return content_id([(n, (folder / n).read_text(encoding="utf-8")) for n in names])
 
 
 def xent_plan(params_path: str, models_path: str, root: str = "results/xent") -> XentPlan:
@@ -59,6 +53,6 @@ def xent_plan(params_path: str, models_path: str, root: str = "results/xent") ->
         plan.job_maps[job.job_id] = [str(m.path(f"{root}/maps")) for m in job.maps]
     plan.judges = [params.judge, *params.rescore_judges]
     plan.report = {"rating": params.rating.model_dump(mode="json"), "seed": params.seed,
-                   "code": _code("report.py", "schemas.py")}
-    plan.plots_code = _code("plots.py", "schemas.py")
+                   "code": code_fingerprint("pipeline.xent", ("report.py", "schemas.py"))}
+    plan.plots_code = code_fingerprint("pipeline.xent", ("plots.py", "schemas.py"))
     return plan
