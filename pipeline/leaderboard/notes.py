@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.leaderboard.diff import Version, compute_diff, fmt_rank
+from pipeline.leaderboard.diff import Version, compute_diff, fmt_rank, read_file
 from pipeline.leaderboard.vcs import TAG_PREFIX, Repo, tag_name, version_key
 
 RELEASES_FILE = "releases.json"
@@ -55,10 +55,8 @@ def params_changes(repo: Repo, since: str, params_dir: str) -> list[dict[str, st
     for path in repo.changed_paths(since, params_dir):
         if not path.endswith((".yaml", ".yml")):
             continue
-        old = repo.git("show", f"{since}:{path}", check=False)
-        new = repo.git("show", f"HEAD:{path}", check=False)
-        before = flatten(yaml.safe_load(old.stdout) or {}) if old.returncode == 0 else {}
-        after = flatten(yaml.safe_load(new.stdout) or {}) if new.returncode == 0 else {}
+        before = flatten(yaml.safe_load(read_file(repo.root, since, path) or "") or {})
+        after = flatten(yaml.safe_load(read_file(repo.root, "HEAD", path) or "") or {})
         for field in sorted(set(before) | set(after)):
             if PurePosixPath(path).name == "leaderboard.yaml" and field == "version":
                 continue  # the version bump has its own line

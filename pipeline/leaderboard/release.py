@@ -148,9 +148,11 @@ def scan_for_secrets(paths: list[Path], secrets: dict[str, str], root: Path) -> 
 
 
 def roster_key_names(params_dir: Path) -> list[str]:
+    from pipeline.core.roster import load_models
+
     path = params_dir / "models.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
-    return [str(e["api_key_env"]) for e in (data or {}).get("roster", []) if isinstance(e, dict) and e.get("api_key_env")]
+    roster = load_models(path).roster if path.exists() else []
+    return [e.api_key_env for e in roster if e.api_key_env]
 
 
 def response_cache_dir(repo: Repo, params_dir: Path) -> Path:
@@ -174,8 +176,7 @@ def write_version_bump(path: Path, version: str) -> None:
     write_text_atomic(path, VERSION_LINE.sub(f'version: "{version}"', text, count=1))
 
 
-def choose_version(repo: Repo, current: str, bump: str | None, previous: str | None) -> str:
-    tags = repo.leaderboard_tags()
+def choose_version(tags: dict[str, str], current: str, bump: str | None, previous: str | None) -> str:
     published = [t[len(TAG_PREFIX):] for t in tags]
     if bump:
         base = max([current, *published], key=version_key)
@@ -223,8 +224,9 @@ def publish_version(options: PublishOptions) -> Published:
     check_results_current(repo)
     remote = repo.dvc_remote(options.remote) if options.push else None
     params = load_leaderboard_params(params_path)
-    previous = repo.previous_tag()
-    version = choose_version(repo, params.version, options.bump, previous)
+    tags = repo.leaderboard_tags()
+    previous = repo.previous_tag(tags)
+    version = choose_version(tags, params.version, options.bump, previous)
     if version != params.version:
         write_version_bump(params_path, version)
         relative = params_path.resolve().relative_to(root.resolve()).as_posix()

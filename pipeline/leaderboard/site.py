@@ -6,13 +6,13 @@ leaves half a site. Every page links only to files inside the site (works offlin
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.io import write_json_atomic, write_text_atomic
 from pipeline.core.replay import ReplaySet
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
 from pipeline.leaderboard.combine import (
@@ -132,11 +132,11 @@ def release_context(records: list[dict[str, Any]], stamp: Stamp) -> list[dict[st
 def write_releases(site: Path, records: list[dict[str, Any]], stamp: Stamp, nav: list[str]) -> None:
     """releases.html, CHANGELOG.md and releases.json of the site (publish rewrites them after
     writing a new release, with the bytes a full build would give)."""
-    write(site / "releases.html", render(
+    write_text_atomic(site / "releases.html", render(
         "releases.html", nav=nav, stamp=stamp, stepper=False, root="", title="Release notes",
         releases=release_context(records, stamp), published=any(r["version"] == stamp.version for r in records)))
-    write(site / CHANGELOG_FILE, render_changelog(records))
-    write(site / RELEASES_FILE, json.dumps(records, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text_atomic(site / CHANGELOG_FILE, render_changelog(records))
+    write_json_atomic(site / RELEASES_FILE, records)
 
 
 def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, CombinedEntry], stamp: Stamp,

@@ -62,9 +62,9 @@ class Repo:
                 tags[name] = peeled or obj  # an annotated tag's commit is its peeled object
         return tags
 
-    def previous_tag(self) -> str | None:
-        """The highest-versioned leaderboard tag among HEAD's ancestors (HEAD included)."""
-        reachable = [t for t, commit in self.leaderboard_tags().items() if self.is_ancestor(commit)]
+    def previous_tag(self, tags: dict[str, str]) -> str | None:
+        """The highest-versioned of `tags` (leaderboard_tags) among HEAD's ancestors (HEAD included)."""
+        reachable = [t for t, commit in tags.items() if self.is_ancestor(commit)]
         return max(reachable, key=lambda t: version_key(t[len(TAG_PREFIX):]), default=None)
 
     def origin_url(self) -> str | None:
