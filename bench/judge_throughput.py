@@ -96,15 +96,19 @@ def _sync(judge: Judge) -> None:
         torch.cuda.synchronize()
 
 
-def largest_gpu_batch(judge: Judge, pairs: list[Pair]) -> dict[str, float | int]:
-    """Double the token budget (copies of the pairs in one batch) until CUDA runs out of memory."""
+def largest_gpu_batch(judge: Judge, pairs: list[Pair], cap_tokens: int) -> dict[str, float | int | str]:
+    """Double the token budget (copies of the pairs in one batch) until CUDA runs out of memory.
+
+    `cap_tokens` bounds the search: a large card holds batches whose tokenization alone takes
+    minutes on the host before the GPU sees it."""
     import torch
 
-    best: dict[str, float | int] = {}
+    best: dict[str, float | int | str] = {}
     saved = judge.max_batch_tokens
     budget = saved
+    stopped_by = f"cap of {cap_tokens} tokens (no out-of-memory below it)"
     try:
-        while True:
+        while budget <= cap_tokens:
             rows = max(1, budget // 64)
             copies = pairs * (rows // len(pairs) + 1)
             work = [(f"{story} #{i}", prefix) for i, (story, prefix) in enumerate(copies)][:rows]
@@ -113,13 +117,15 @@ def largest_gpu_batch(judge: Judge, pairs: list[Pair]) -> dict[str, float | int]
                 seconds, bits = timed_batched(judge, work)
             except torch.cuda.OutOfMemoryError:
                 torch.cuda.empty_cache()
+                stopped_by = f"out of memory at {budget} tokens"
                 break
             scored = sum(len(b) for b in bits)
             best = {"rows": rows, "batch_tokens": budget, "scored_tokens_per_s": round(scored / seconds, 1)}
+            print(f"gpu batch {budget} tokens ({rows} rows): {scored / seconds:.0f} scored tokens/s", file=sys.stderr)
             budget *= 2
     finally:
         judge.max_batch_tokens = saved
-    return best
+    return {**best, "stopped_by": stopped_by}
 
 
 def main() -> int:
@@ -132,6 +138,8 @@ def main() -> int:
     parser.add_argument("--batch-tokens", type=int, default=None, help="the judge's max_batch_tokens")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpu-cap-tokens", type=int, default=1 << 21,
+                        help="largest batch (tokens) tried when searching the GPU's limit")
     parser.add_argument("--name", default="judge_throughput")
     args = parser.parse_args()
 
@@ -215,7 +223,7 @@ def main() -> int:
         round_speedups=[round(r, 2) for r in round_ratios],
         median_round_speedup=round(statistics.median(round_ratios), 2),
         max_abs_diff_bits_vs_baseline=max_diff,
-        gpu=largest_gpu_batch(judge, pairs) if on_gpu else "not run (no GPU on this machine)",
+        gpu=largest_gpu_batch(judge, pairs, args.gpu_cap_tokens) if on_gpu else "not run (no GPU on this machine)",
         notes=notes,
     )
     print(f"speedup {speedup:.2f}x -> {path}", file=sys.stderr)

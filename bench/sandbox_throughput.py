@@ -1,10 +1,14 @@
-"""Sandbox throughput: 200 short programs with isolation on, against bare subprocesses.
+"""Sandbox throughput: 200 short programs on warm workers, against bare subprocesses and the
+one-sandbox-per-program path, in the same run.
 
-Target (issue 5): at least 20 programs/s on 2 cores. The baseline runs the same programs as plain
-`python3 -I -S` subprocesses with the same parallelism, in the same run, so the ratio is the cost
-of isolation and limits.
+Target (issue 27): at least 90% of bare Python's programs/s, isolation on (issue 5's floor was 20
+programs/s on 2 cores). The baseline runs the same programs as plain `python3 -I -S` subprocesses
+with the same parallelism; the old path (`Sandbox(warm=False)`: one bubblewrap sandbox and one
+interpreter per program) runs them too. The load on a shared machine drifts, so the three take
+turns: the programs are split into rounds, and each round runs its share under all three, in an
+order that rotates from round to round. Each rate is programs over the time that method spent.
 
-    .venv/bin/python bench/sandbox_throughput.py [--programs 200] [--jobs 2]
+    .venv/bin/python bench/sandbox_throughput.py [--programs 200] [--jobs 2] [--rounds 10]
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import argparse
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_result  # noqa: E402
+from _common import load_average, write_result  # noqa: E402
 
 import pipeline  # noqa: E402,F401
 from pipeline.core.sandbox import Sandbox, _python  # noqa: E402
@@ -42,38 +47,67 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--programs", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     sources = programs(args.programs)
-    sandbox = Sandbox()
-    sandbox.run_many(sources[:4], jobs=args.jobs)  # warm-up: isolation probe, page cache
+    warm, old = Sandbox(), Sandbox(warm=False)
 
-    started = time.perf_counter()
-    results = sandbox.run_many(sources, jobs=args.jobs)
-    isolated_s = time.perf_counter() - started
-    assert all(r.ok for r in results), [r for r in results if not r.ok][:2]
+    def run_bare(chunk: list[str]) -> list[str]:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            return list(pool.map(bare, chunk))
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(args.jobs) as pool:
-        plain = list(pool.map(bare, sources))
-    bare_s = time.perf_counter() - started
-    assert plain == [r.stdout for r in results], "isolated and bare runs printed different outputs"
+    def run_sandbox(box: Sandbox) -> Callable[[list[str]], list[str]]:
+        def run(chunk: list[str]) -> list[str]:
+            results = box.run_many(chunk, jobs=args.jobs)
+            assert all(r.ok for r in results), [r for r in results if not r.ok][:2]
+            return [r.stdout for r in results]
 
-    rate = args.programs / isolated_s
+        return run
+
+    methods: dict[str, Callable[[list[str]], list[str]]] = {
+        "warm": run_sandbox(warm), "old": run_sandbox(old), "bare": run_bare,
+    }
+    for run in methods.values():
+        run(sources[:4])  # warm-up: isolation probe, the warm workers' start, page cache
+    assert warm.warm, f"the warm path is off here: {warm.warm_failure}"
+
+    spent = dict.fromkeys(methods, 0.0)
+    outputs: dict[str, list[str]] = {name: [] for name in methods}
+    loads = [(load_average() or [0.0])[0]]
+    size = -(-len(sources) // args.rounds)
+    names = list(methods)
+    for number in range(args.rounds):
+        chunk = sources[number * size:(number + 1) * size]
+        for name in names[number % 3:] + names[:number % 3]:
+            started = time.perf_counter()
+            outputs[name] += methods[name](chunk)
+            spent[name] += time.perf_counter() - started
+        loads.append((load_average() or [0.0])[0])
+    assert outputs["warm"] == outputs["bare"] == outputs["old"], "the three printed different outputs"
+    warm.close()
+
+    rate = {name: round(args.programs / seconds, 2) for name, seconds in spent.items()}
+    share = rate["warm"] / rate["bare"]
     write_result(
         "sandbox_throughput",
-        metric="programs per second, isolation on",
-        value=round(rate, 2),
+        metric="programs per second, isolation on (warm workers)",
+        value=rate["warm"],
         unit="programs/s",
-        target=">= 20 programs/s on 2 cores",
+        target=">= 90% of bare Python's programs/s in the same run",
         baseline={
-            "what": "the same programs as bare `python3 -I -S` subprocesses, same parallelism",
-            "programs_per_s": round(args.programs / bare_s, 2),
-            "isolation_overhead_ms_per_program": round((isolated_s - bare_s) / args.programs * 1000 * args.jobs, 1),
+            "what": "the same programs as bare `python3 -I -S` subprocesses, same parallelism, same run, "
+                    "interleaved rounds; and the one-sandbox-per-program path (Sandbox(warm=False))",
+            "programs_per_s": rate["bare"],
+            "old_path_programs_per_s": rate["old"],
+            "share_of_bare": round(share, 3),
+            "warm_over_old": round(rate["warm"] / rate["old"], 2),
         },
-        isolation=sandbox.isolation,
+        isolation=warm.isolation,
         programs=args.programs,
         jobs=args.jobs,
-        met=rate >= 20,
+        rounds=args.rounds,
+        load_1m_during_run=[min(loads), max(loads)],
+        met=share >= 0.9,
     )
 
 

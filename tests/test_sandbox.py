@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +21,20 @@ from pipeline.core.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 LIMITS = SandboxLimits(cpu_s=2.0, wall_s=4.0, memory_mb=256, output_bytes=32768, processes=24)
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Sandbox:
-    return Sandbox(LIMITS)
+@pytest.fixture(scope="module", params=["warm", "fresh"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    # every attack, on warm workers (the default under bubblewrap) and one sandbox per program
+    box = Sandbox(LIMITS, warm=request.param == "warm")
+    yield box
+    box.close()
 
 
 def test_isolation_is_available_here(sandbox: Sandbox) -> None:
     # the Makefile installs bubblewrap; without any isolation the sandbox refuses (tested below)
     assert sandbox.isolation in {"bwrap", "unshare"}
+    assert sandbox.run("print(1)").ok
+    # warm workers wherever bubblewrap works, unless asked not to; never one that failed silently
+    assert sandbox.warm_failure is None
 
 
 def test_a_plain_program_prints_its_output(sandbox: Sandbox) -> None:

@@ -16,9 +16,11 @@ first load saves the de-quantized model once under the user cache and every late
 that copy in seconds. A file lock makes concurrent first loads (several Snakemake jobs) convert
 only once.
 
-Decoding is our own short loop over the KV cache rather than `generate()`: it gives seeded
-sampling from a private torch.Generator (no global RNG), stop strings, and the top-k
-log-probabilities of every generated token in one pass.
+Decoding is our own loop over the KV cache rather than `generate()`: it gives seeded sampling
+from a private torch.Generator (no global RNG), stop strings, and the top-k log-probabilities of
+every generated token in one pass. Concurrent requests (the games of a job) are decoded together,
+a step for all of them in one forward pass, and each reply is bit for bit the one it gets alone
+(pipeline/core/local_batch.py).
 """
 
 from __future__ import annotations
@@ -34,12 +36,17 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import litellm
 from filelock import FileLock
+
+from pipeline.core.local_batch import Batcher, Generation, Request
+
+__all__ = ["Generation"]  # re-exported: callers read replies from here
 
 #: the base model: the xent judge's weights, and a player for anyone who names it
 GEMMA = "gemma-3-270m"
@@ -264,18 +271,9 @@ SMOLLM2_CHAT = PromptFormat(
 TRANSCRIPT = PromptFormat("transcript", transcript, bos=True, stop=("\n\n", "\nUser:"), lstrip=True)
 
 
-@dataclass(frozen=True)
-class Generation:
-    text: str
-    finish_reason: str  # "stop" (end of turn or stop string) or "length"
-    prompt_tokens: int
-    completion_tokens: int
-    # per generated token: (token text, logprob, ((alt text, alt logprob), ...)); natural log
-    logprobs: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] | None
-
-
 class LocalModel:
-    """A Hugging Face causal LM on this machine; one instance per process, calls serialized."""
+    """A Hugging Face causal LM on this machine; one instance per process. Concurrent requests are
+    decoded together by one worker thread (pipeline/core/local_batch.py), each reply the same as alone."""
 
     def __init__(
         self,
@@ -302,13 +300,14 @@ class LocalModel:
         self.dtype = str(dtype).removeprefix("torch.")
         self._lock = threading.Lock()
         self.end_ids = self._end_ids(prompt_format)
+        self.batcher = Batcher(self.model, self.tokenizer, self._lock, self.device)
 
     def _end_ids(self, prompt_format: PromptFormat) -> set[int]:
         ends = [self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in prompt_format.end_tokens)]
         return {i for i in ends if isinstance(i, int) and i >= 0 and i != self.tokenizer.unk_token_id}
 
     def reformatted(self, prompt_format: PromptFormat) -> LocalModel:
-        """These weights (shared, not copied; calls still one at a time) under another prompt format."""
+        """These weights (shared, not copied, and so is the batcher) under another prompt format."""
         other = copy.copy(self)
         other.format = prompt_format
         other.end_ids = self._end_ids(prompt_format)
@@ -340,11 +339,12 @@ class LocalModel:
     # -- decoding --------------------------------------------------------------
     def chat(self, messages: Messages, *, stop: Sequence[str] = (), **options: Any) -> Generation:
         """A reply to `messages`: `generate` over the prompt format, with its own stop strings."""
-        result = self.generate(self.chat_prompt(messages), stop=[*stop, *self.format.stop], **options)
-        if self.format.lstrip and result.text[:1].isspace():
-            result = Generation(result.text.lstrip(), result.finish_reason, result.prompt_tokens,
-                                result.completion_tokens, result.logprobs)
-        return result
+        return self.submit_chat(messages, stop=stop, **options).result()
+
+    def submit_chat(self, messages: Messages, *, stop: Sequence[str] = (), **options: Any) -> Future[Generation]:
+        """`chat` without waiting: the reply's future (an asyncio caller awaits it, no thread held)."""
+        return self.submit(self.chat_prompt(messages), stop=[*stop, *self.format.stop], lstrip=self.format.lstrip,
+                           **options)
 
     def generate(
         self,
@@ -357,8 +357,24 @@ class LocalModel:
         stop: Sequence[str] = (),
         top_logprobs: int | None = None,
     ) -> Generation:
-        import torch
+        """The continuation of `prompt`, waited for (see `submit`)."""
+        return self.submit(prompt, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                           stop=stop, top_logprobs=top_logprobs).result()
 
+    def submit(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Sequence[str] = (),
+        top_logprobs: int | None = None,
+        lstrip: bool = False,
+    ) -> Future[Generation]:
+        """Queue the continuation of `prompt` for the batcher. Sampling draws from a torch.Generator
+        seeded with `seed` (no global RNG); the reply is the same whatever runs beside it."""
         ids = self.encode(prompt)
         if len(ids) + max_tokens > self.max_context():
             raise litellm.ContextWindowExceededError(
@@ -367,86 +383,25 @@ class LocalModel:
                 model=self.name,
                 llm_provider="local",
             )
-        generator = torch.Generator(device="cpu")
-        generator.manual_seed(int(seed or 0) % (2**63))
-        produced: list[int] = []
-        records: list[tuple[str, float, tuple[tuple[str, float], ...]]] = []
-        finish = "length"
-        text = ""
-        sampled = 0  # tokens drawn, the end-of-turn token included: what usage reports
-        with self._lock, torch.inference_mode():
-            inputs = torch.tensor([ids], device=self.device)
-            out = self.model(input_ids=inputs, use_cache=True, logits_to_keep=1)
-            for _ in range(max_tokens):
-                sampled += 1
-                logits = out.logits[0, -1].float()
-                log_probs = torch.log_softmax(logits, dim=-1)
-                token = self._pick(logits, temperature, top_p, generator)
-                if top_logprobs:
-                    records.append(self._logprob_record(token, log_probs, top_logprobs))
-                if token in self.end_ids:
-                    finish = "stop"
-                    break
-                produced.append(token)
-                text = self.tokenizer.decode(produced, skip_special_tokens=True)
-                cut = _first_stop(text, stop)
-                if cut is not None:
-                    text, finish = text[:cut], "stop"
-                    break
-                out = self.model(input_ids=torch.tensor([[token]], device=self.device), use_cache=True,
-                                 **_cache_kwargs(out))
-        return Generation(
-            text=text,
-            finish_reason=finish,
-            prompt_tokens=len(ids),
-            completion_tokens=sampled,
-            logprobs=tuple(records) if top_logprobs else None,
-        )
-
-    @staticmethod
-    def _pick(logits: Any, temperature: float, top_p: float, generator: Any) -> int:
-        import torch
-
-        if temperature <= 0:
-            return int(torch.argmax(logits))
-        probs = torch.softmax(logits / temperature, dim=-1)
-        if top_p < 1.0:
-            sorted_probs, order = torch.sort(probs, descending=True)
-            keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < top_p  # always keeps the top token
-            probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
-        return int(torch.multinomial(probs.cpu(), 1, generator=generator))
-
-    def _logprob_record(self, token: int, log_probs: Any, k: int) -> tuple[str, float, tuple[tuple[str, float], ...]]:
-        import torch
-
-        values, indices = torch.topk(log_probs, k)
-        top = tuple(
-            (self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values.tolist(), indices.tolist())
-        )
-        return self.tokenizer.decode([token]), float(log_probs[token]), top
+        return self.batcher.submit(Request(
+            ids=ids, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=tuple(stop),
+            top_logprobs=top_logprobs, end_ids=frozenset(self.end_ids), lstrip=lstrip,
+        ))
 
     def next_token_logprobs(self, prompt: str, k: int) -> list[tuple[str, float]]:
-        """Top-k log-probabilities of the token after `prompt` from one plain forward pass."""
+        """Top-k log-probabilities of the token after `prompt` from one plain forward pass (on the
+        batcher's thread, as all work on these weights: see `Batcher.call`)."""
+        ids = self.encode(prompt)
+        return self.batcher.call(functools.partial(self._next_token_logprobs, ids, k)).result()
+
+    def _next_token_logprobs(self, ids: list[int], k: int) -> list[tuple[str, float]]:
         import torch
 
         with self._lock, torch.inference_mode():
-            logits = self.model(input_ids=torch.tensor([self.encode(prompt)], device=self.device)).logits
+            logits = self.model(input_ids=torch.tensor([ids], device=self.device)).logits
             log_probs = torch.log_softmax(logits[0, -1].float(), dim=-1)
             values, indices = torch.topk(log_probs, k)
         return [(self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values.tolist(), indices.tolist())]
-
-
-def _cache_kwargs(out: Any) -> dict[str, Any]:
-    """The KV cache of a forward pass, passed back under the name this transformers uses
-    (`cache` from 5.x on, `past_key_values` before)."""
-    if "cache" in out:
-        return {"cache": out["cache"]}
-    return {"past_key_values": out["past_key_values"]}
-
-
-def _first_stop(text: str, stop: Sequence[str]) -> int | None:
-    positions = [text.find(s) for s in stop if s and s in text]
-    return min(positions) if positions else None
 
 
 # -- the registry, one load per process -------------------------------------------------------
@@ -506,50 +461,64 @@ class LocalProvider(litellm.CustomLLM):
                    api_key: Any, logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any,
                    ) -> litellm.ModelResponse:
         started = time.monotonic()
-        engine = local_model(model)
-        top = optional_params.get("top_logprobs") if optional_params.get("logprobs") else None
-        stop = optional_params.get("stop") or ()
-        result = engine.chat(
-            messages,
-            max_tokens=int(optional_params.get("max_tokens") or 256),
-            temperature=float(optional_params.get("temperature") or 0.0),
-            top_p=float(optional_params.get("top_p") or 1.0),
-            seed=optional_params.get("seed"),
-            stop=[stop] if isinstance(stop, str) else list(stop),
-            top_logprobs=int(top or 1) if optional_params.get("logprobs") else None,
-        )
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": result.text},
-            "finish_reason": result.finish_reason,
-        }
-        if result.logprobs is not None:
-            choice["logprobs"] = {
-                "content": [
-                    {
-                        "token": token,
-                        "logprob": lp,
-                        "bytes": None,
-                        "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in alts],
-                    }
-                    for token, lp, alts in result.logprobs
-                ]
-            }
-        return litellm.ModelResponse(
-            model=f"local/{model}",
-            choices=[choice],
-            usage={
-                "prompt_tokens": result.prompt_tokens,
-                "completion_tokens": result.completion_tokens,
-                "total_tokens": result.prompt_tokens + result.completion_tokens,
-            },
-            response_ms=(time.monotonic() - started) * 1000,
-        )
+        result = _submit(model, messages, optional_params).result()
+        return _response(model, result, started)
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
-        # decoding holds the GIL only in short stretches; a thread keeps the event loop (other
-        # games, other providers) running meanwhile
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+    async def acompletion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
+                          model_response: litellm.ModelResponse, print_verbose: Callable, encoding: Any,
+                          api_key: Any, logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any,
+                          ) -> litellm.ModelResponse:
+        started = time.monotonic()
+        # a first load and a long prompt's encoding take a while: off the event loop. The reply is
+        # awaited without holding a thread, so every game's request reaches the batcher at once
+        future = await asyncio.to_thread(_submit, model, messages, optional_params)
+        return _response(model, await asyncio.wrap_future(future), started)
+
+
+def _submit(model: str, messages: Messages, optional_params: Mapping[str, Any]) -> Future[Generation]:
+    """Queue a chat request's reply with the process-wide model, its options as OpenAI names them."""
+    engine = local_model(model)
+    top = optional_params.get("top_logprobs") if optional_params.get("logprobs") else None
+    stop = optional_params.get("stop") or ()
+    return engine.submit_chat(
+        messages,
+        max_tokens=int(optional_params.get("max_tokens") or 256),
+        temperature=float(optional_params.get("temperature") or 0.0),
+        top_p=float(optional_params.get("top_p") or 1.0),
+        seed=optional_params.get("seed"),
+        stop=[stop] if isinstance(stop, str) else list(stop),
+        top_logprobs=int(top or 1) if optional_params.get("logprobs") else None,
+    )
+
+
+def _response(model: str, result: Generation, started: float) -> litellm.ModelResponse:
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": result.text},
+        "finish_reason": result.finish_reason,
+    }
+    if result.logprobs is not None:
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": token,
+                    "logprob": lp,
+                    "bytes": None,
+                    "top_logprobs": [{"token": t, "logprob": v, "bytes": None} for t, v in alts],
+                }
+                for token, lp, alts in result.logprobs
+            ]
+        }
+    return litellm.ModelResponse(
+        model=f"local/{model}",
+        choices=[choice],
+        usage={
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "total_tokens": result.prompt_tokens + result.completion_tokens,
+        },
+        response_ms=(time.monotonic() - started) * 1000,
+    )
 
 
 _PROVIDER = LocalProvider()

@@ -1,11 +1,14 @@
 """TrueSkill rating core, built on the `trueskill` package.
 
-Two implementations give the same numbers (to about 1e-12; tests hold them to 1e-6):
+Three implementations give the same numbers (to about 1e-12; tests hold them to 1e-6):
 
 - "reference": the slow, obviously-correct baseline, one `trueskill.TrueSkill.rate` call
   per game, kept as the tests' oracle;
 - "fast" (default): `pipeline.core.rating_fast`, trueskill's update for single-player
-  teams vectorized with numpy over all the passes (and bootstrap resamples) at once.
+  teams compiled with numba (`pipeline.core.rating_kernel`), all the passes (and bootstrap
+  resamples) rated side by side, row after row over the cores;
+- "numpy": the same rows vectorized with numpy instead (the fast path before it was
+  compiled, about 10x slower), kept as the benchmark's baseline.
 
 `method="reference"` or the environment variable ``PIPELINE_RATING_METHOD=reference``
 selects the baseline. Orderings (player order inside a game, event order in each pass,
@@ -385,15 +388,18 @@ _MULTI_PASS_SCHEMA: dict[str, Any] = {
 
 
 #: Environment variable choosing the implementation when `method` is not given:
-#: "fast" (default, `pipeline.core.rating_fast`) or "reference" (one trueskill call per game).
+#: "fast" (default, `pipeline.core.rating_fast` compiled), "reference" (one trueskill call per
+#: game) or "numpy" (`rating_fast`'s numpy engine).
 METHOD_ENV = "PIPELINE_RATING_METHOD"
-RatingMethod: TypeAlias = Literal["fast", "reference"]
+RatingMethod: TypeAlias = Literal["fast", "reference", "numpy"]
 
 
 def _method(method: str | None) -> RatingMethod:
     chosen = method if method is not None else os.environ.get(METHOD_ENV, "fast")
-    if chosen not in ("fast", "reference"):
-        raise ValueError(f"rating method must be 'fast' or 'reference', got {chosen!r}")
+    if chosen not in ("fast", "reference", "numpy"):
+        raise ValueError(
+            f"rating method must be 'fast' or 'reference' (or 'numpy', the fast path uncompiled), got {chosen!r}"
+        )
     return chosen  # type: ignore[return-value]
 
 
@@ -407,16 +413,21 @@ def _final_ratings(
     """Final mu and sigma ``[rows, players]`` after rating each row of `sequences`
     (indices into `events`) from fresh priors; NaN for a player a row never met."""
     rows = sequences.shape[0]
-    if method == "fast":
-        from pipeline.core.rating_fast import compile_events, rate_rows
+    if method in ("fast", "numpy"):
+        from pipeline.core.rating_fast import Engine, compile_events, rate_rows
 
         index = {player: j for j, player in enumerate(players)}
         table = compile_events(events, index)
-        mus, sigmas = rate_rows(table, sequences, len(players), params)
+        engine: Engine = "compiled" if method == "fast" else "numpy"
+        mus, sigmas = rate_rows(table, sequences, len(players), params, engine=engine)
         met = np.zeros((rows, len(players)), dtype=bool)
         if sequences.size:
+            used = np.zeros(len(events), dtype=bool)
             for r in range(rows):
-                who = table.players[np.unique(sequences[r])]
+                # A mask over events rather than np.unique: no sort of every row.
+                used[:] = False
+                used[sequences[r]] = True
+                who = table.players[used]
                 met[r, who[who >= 0]] = True
         mus[~met] = np.nan
         sigmas[~met] = np.nan
@@ -497,7 +508,7 @@ def _rate_plan(
         # One row gains nothing from vectorizing, and trueskill's own loop is cheaper for
         # games of 3+ players; both give the same numbers. Team games: reference only.
         method = "reference"
-    step = _ROWS_PER_BATCH if method == "fast" else 1
+    step = 1 if method == "reference" else _ROWS_PER_BATCH
     for start in range(0, plan.total, step):
         stop = min(start + step, plan.total)
         mus[start:stop], sigmas[start:stop] = _final_ratings(
@@ -516,8 +527,8 @@ def pass_ratings(
     """Every pass's final ratings: (players sorted by name, mu and sigma ``[passes, players]``).
 
     Pass p rates the events in the order ``pass_orders(len(events), passes, seed)[p]``.
-    `method` "fast" (default) or "reference" (environment variable ``PIPELINE_RATING_METHOD``
-    when not given); the two agree to about 1e-12.
+    `method` "fast" (default), "reference" or "numpy" (environment variable
+    ``PIPELINE_RATING_METHOD`` when not given); they agree to about 1e-12.
     """
     events = list(events)
     if passes < 1:

@@ -1,11 +1,11 @@
-"""Fast TrueSkill passes: one game's update vectorized over many independent rating rows.
+"""Fast TrueSkill passes: one game's update applied to many independent rating rows.
 
 Every pass of `multi_pass` (and every pass of every bootstrap resample) applies the same
 kind of update, a free-for-all among single-player teams, to its own ratings in its own
 order. This module runs all those rows side by side: the state is an array
 ``[rows, players]`` of mu and sigma, and step s applies, in every row r, the game
 ``sequences[r, s]``. The update itself is the factor-graph schedule of
-``trueskill.TrueSkill.rate`` written out for single-player teams with numpy over rows:
+``trueskill.TrueSkill.rate`` written out for single-player teams:
 
 - players sorted by rank (a stable sort of the name-sorted order, as trueskill does),
   prior variance ``sigma**2 + tau**2``, performance noise ``beta**2``;
@@ -20,12 +20,18 @@ order. This module runs all those rows side by side: the state is an array
   draw margin, so results agree with `pipeline.core.rating`'s reference path to about
   1e-12; the tests check every player after every pass against it within 1e-6.
 
-Messages are kept as (precision, precision-adjusted mean) pairs (truncation messages also
-as mean and variance), one 1-D array over rows per position in the chain, because the
-schedule is sequential along the chain while every row is independent. Cost: one game
-costs about the same for 1 or 300 rows (numpy's per-call overhead dominates), about 5 ms
-for 8 players on one core, so 100 passes of 4,000 games take about 20-25 s; a single
-row is better served by the reference (`pipeline.core.rating` switches to it).
+Two engines run that schedule and give the same bits. "compiled" (default):
+`pipeline.core.rating_kernel`, the numpy engine's arithmetic in numba, operation for
+operation; each thread takes a block of rows and runs 16 of them in lockstep through their
+whole sequences, about 2.5 microseconds of one core per 8-player game and row, so 100
+passes of 4,000 games take about 1 s of CPU. "numpy": messages as (precision,
+precision-adjusted mean) pairs (truncation messages also as mean and variance), one 1-D
+array over rows per position in the chain, because the schedule is sequential along the
+chain while every row is independent; one game costs about the same for 1 or 300 rows
+(numpy's per-call overhead dominates), about 5 ms for 8 players, so 100 passes of 4,000
+games take about 20 s. It stays as the benchmark's baseline and as the fallback where
+numba cannot be imported. A single row is rated by the reference (`pipeline.core.rating`
+switches to it).
 """
 
 from __future__ import annotations
@@ -33,13 +39,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
 import numpy as np
 import trueskill
 
 from pipeline.core.rating import FreeForAll, Pairwise, RatingEvent, RatingParams
 
-__all__ = ["EventTable", "compile_events", "rate_rows"]
+__all__ = ["Engine", "EventTable", "compile_events", "rate_rows"]
+
+#: "compiled" (numba, `pipeline.core.rating_kernel`) or "numpy" (the vectorized rows below).
+Engine: TypeAlias = Literal["compiled", "numpy"]
 
 #: trueskill's default ``min_delta`` for ``rate`` and its cap on sweeps.
 _MIN_DELTA = trueskill.DELTA
@@ -96,13 +106,20 @@ def rate_rows(
     n_players: int,
     params: RatingParams,
     start: tuple[np.ndarray, np.ndarray] | None = None,
+    engine: Engine = "compiled",
+    threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rate every row's sequence of events.
 
     `sequences` is ``[rows, steps]`` of indices into `table`; returns (mu, sigma), each
     ``[rows, n_players]``. Every row starts from `start` (mu, sigma arrays of that shape)
     or, without it, from the prior; a player a row never meets keeps its start.
+    `engine`: see the module docstring ("compiled" falls back to "numpy" when numba is
+    missing). `threads`: the compiled engine's threads (None: the usable cores); rows are
+    independent, so the result is the same for any number.
     """
+    if engine not in ("compiled", "numpy"):
+        raise ValueError(f"engine must be 'compiled' or 'numpy', got {engine!r}")
     sequences = np.asarray(sequences, dtype=np.int64)
     if sequences.ndim != 2:
         raise ValueError(f"sequences must be 2-D [rows, steps], got shape {sequences.shape}")
@@ -123,6 +140,23 @@ def rate_rows(
             "model and trueskill's update for it is numerically meaningless; use "
             "draw_probability > 0 (e.g. the default 0.10) when games can tie"
         )
+    if engine == "compiled":
+        try:
+            from pipeline.core.rating_kernel import rate_rows_compiled
+        except ImportError:  # numba missing or broken: the numpy engine gives the same numbers
+            engine = "numpy"
+    if engine == "compiled":
+        # The kernel writes in place: give it C-ordered float64 rows of its own.
+        mu = np.ascontiguousarray(mu)
+        sigma = np.ascontiguousarray(sigma)
+        ok = rate_rows_compiled(
+            np.ascontiguousarray(table.size), np.ascontiguousarray(table.players),
+            np.ascontiguousarray(table.ties), np.ascontiguousarray(sequences), mu, sigma,
+            params.tau**2, params.beta**2, _draw_margin(params), threads,
+        )
+        if not ok:
+            raise _floating_point_error()
+        return mu, sigma
     update = _Update(params)
     all_rows = np.arange(rows)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
@@ -144,6 +178,11 @@ def rate_rows(
                 mu[at] = new_mu
                 sigma[at] = new_sigma
     return mu, sigma
+
+
+def _draw_margin(params: RatingParams) -> float:
+    # Every difference compares two single-player teams: trueskill's size is 2.
+    return float(trueskill.calc_draw_margin(params.draw_probability, 2, params.env()))
 
 
 def _normal_cdf(x: np.ndarray) -> np.ndarray:
@@ -181,11 +220,9 @@ class _Update:
     """
 
     def __init__(self, params: RatingParams) -> None:
-        env = params.env()
         self.tau2 = params.tau**2
         self.beta2 = params.beta**2
-        # Every difference compares two single-player teams: trueskill's size is 2.
-        self.draw_margin = float(trueskill.calc_draw_margin(params.draw_probability, 2, env))
+        self.draw_margin = _draw_margin(params)
 
     def __call__(
         self, mu: np.ndarray, sigma: np.ndarray, ties: np.ndarray | None

@@ -23,6 +23,10 @@ RankingMode = Literal["relative", "absolute"]
 #: the estimator asked for: exact where the answerer gives log-probabilities, sampled otherwise
 AnswerMode = Literal["sampled", "exact"]
 OutsideLetters = Literal["renormalise", "count_wrong"]
+#: when sampling stops: the paper's standard error, or ours (how likely more samples move p)
+Stopping = Literal["standard_error", "predictive"]
+#: answering settings that decide nothing while `stopping` is the paper's (kept out of job ids)
+PREDICTIVE_SETTINGS: tuple[str, ...] = ("stopping", "predictive_tolerance", "predictive_risk")
 
 
 
@@ -72,9 +76,30 @@ class AnsweringParams(Strict):
         "renormalise (p over the four letters; the mass is reported) or count_wrong (that mass "
         "counts as a wrong answer, like an unparseable sample)",
     )
-    sigma_stop: float = Field(0.05, gt=0, lt=0.5, description="stop sampling when the standard error is at most this")
-    min_samples: int = Field(10, ge=1, description="adaptive mode's floor of samples per question")
-    max_samples: int = Field(100, ge=1, description="adaptive mode's cap of samples per question")
+    stopping: Stopping = Field(
+        "standard_error",
+        description="sampled: when to stop. standard_error (the paper): once the standard error of "
+        "p(correct) is at most sigma_stop. predictive (ours, fewer samples): once the Beta(1/2, 1/2) "
+        "posterior gives at most predictive_risk that sampling on to max_samples would move "
+        "p(correct) by more than predictive_tolerance",
+    )
+    sigma_stop: float = Field(
+        0.05, gt=0, lt=0.5, description="stopping standard_error: stop sampling when the standard "
+        "error is at most this; also the relative ranking's draw margin"
+    )
+    predictive_tolerance: float = Field(
+        0.1, gt=0, lt=1, description="stopping predictive: the change of p(correct) that more "
+        "samples (up to max_samples) should not make"
+    )
+    predictive_risk: float = Field(
+        0.04, gt=0, lt=1, description="stopping predictive: stop once the posterior probability of "
+        "such a change is at most this"
+    )
+    min_samples: int = Field(10, ge=1, description="sampled mode's floor of samples per question")
+    max_samples: int = Field(
+        100, ge=1, description="sampled mode's cap of samples per question (stopping predictive: "
+        "the run it must agree with)"
+    )
     exact_option_sets: int = Field(
         8, ge=1, le=1000, description="option sets averaged in exact mode (one call each)"
     )
@@ -106,6 +131,16 @@ class AnsweringParams(Strict):
                     "model) or exact (log-probabilities where a model gives them, sampling where not)"
                 )
         return data
+
+    def identity(self) -> dict[str, Any]:
+        """These settings as they decide answers (job ids, rerun triggers): the predictive rule's
+        settings only when it is chosen, so games on the paper's rule keep the ids they had
+        before that rule existed."""
+        settings = self.model_dump(mode="json")
+        if self.stopping == "standard_error":
+            for key in PREDICTIVE_SETTINGS:
+                settings.pop(key)
+        return settings
 
     @model_validator(mode="after")
     def _floor_below_cap(self) -> AnsweringParams:

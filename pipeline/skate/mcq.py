@@ -5,8 +5,12 @@ random order). Option set i of a question is the same for every answerer (common
 numbers make answerers' estimates comparable) and depends only on the question and i.
 
 `answering.mode` is the estimator asked for; each answerer uses it where it can (`answer_mode`):
-- `sampled` (the paper) draws answers until the standard error (see `standard_error`) is at most
-  sigma_stop, with at least min_samples and at most max_samples; an unparseable answer is wrong.
+- `sampled` (the paper) draws answers, at least min_samples and at most max_samples, until the
+  stopping rule holds (`should_stop`); an unparseable answer is wrong. `stopping: standard_error`
+  (the paper's, default) stops once the standard error (see `standard_error`) is at most
+  sigma_stop; `stopping: predictive` (ours) stops once the samples still to come up to max_samples
+  would, by the Beta(1/2, 1/2) posterior, move p(correct) by more than predictive_tolerance with
+  probability at most predictive_risk (see `predictive_risk`).
 - `exact` reads the first answer token's log-probabilities and computes, for each of a fixed
   number of option sets, the probability of the correct letter under the player's sampling
   temperature (bots: 1) over the letter tokens A-D; p(correct) is their mean. No sampling
@@ -74,6 +78,45 @@ def standard_error(correct: int, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n)
 
 
+def predictive_risk(correct: int, n: int, cap: int, tolerance: float) -> float:
+    """Probability that sampling on from n to `cap` samples moves correct/n by more than `tolerance`.
+
+    The hits still to come are beta-binomial under the Beta(1/2, 1/2) (Jeffreys) posterior of
+    p(correct). Unlike a plug-in standard error it is never 0 after a run of identical answers
+    (at cap 100 and tolerance 0.1: 0 of 10 gives 0.117, 0 of 17 gives 0.038), and it asks what
+    the run of `cap` samples would say, not how precisely p itself is known, which needs fewer
+    samples (at p = 0.5 about 50, not 100).
+    """
+    remaining = cap - n
+    if n == 0:
+        return 1.0
+    if remaining <= 0:
+        return 0.0
+    a, b = correct + 0.5, n - correct + 0.5
+    estimate = correct / n
+    # pmf(0) = B(a, b + remaining) / B(a, b); later terms by the ratio of consecutive terms, in
+    # logs so that long runs neither overflow nor underflow
+    log_pmf = math.lgamma(a + b) + math.lgamma(b + remaining) - math.lgamma(b) - math.lgamma(a + b + remaining)
+    risk = 0.0
+    for hits in range(remaining + 1):
+        # 1e-9: a change of exactly `tolerance` (0.5 -> 0.6) counts as within it despite rounding
+        if abs(estimate - (correct + hits) / cap) > tolerance + 1e-9:
+            risk += math.exp(log_pmf)
+        if hits < remaining:
+            log_pmf += math.log((remaining - hits) * (hits + a)) - math.log((hits + 1) * (remaining - hits - 1 + b))
+    return min(1.0, risk)
+
+
+def should_stop(correct: int, n: int, settings: AnsweringParams) -> bool:
+    """Whether sampling stops after n answers, `correct` of them right (the cap aside)."""
+    if n < settings.min_samples:
+        return False
+    if settings.stopping == "predictive":
+        risk = predictive_risk(correct, n, settings.max_samples, settings.predictive_tolerance)
+        return risk <= settings.predictive_risk
+    return standard_error(correct, n) <= settings.sigma_stop
+
+
 def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[str, float], float]:
     """(P(letter) over A-D at `temperature`, probability mass of letter tokens at temperature 1)."""
     logps: dict[str, list[float]] = {letter: [] for letter in LETTERS}
@@ -126,7 +169,7 @@ def _row(question: Question, answerer: str, mode: str, index: int, options: Sequ
 async def answer_sampled(
     player: Player, question: Question, settings: AnsweringParams, game_seed: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Samples until the standard error is at most sigma_stop (between the floor and the cap)."""
+    """Samples until the stopping rule holds (`should_stop`; between the floor and the cap)."""
     rows: list[dict[str, Any]] = []
     hits = 0
     for index in range(settings.max_samples):
@@ -138,8 +181,7 @@ async def answer_sampled(
         hits += parsed == correct
         rows.append(_row(question, player.name, "sampled", index, options, correct, reply.text, parsed,
                          float(parsed == correct), None))
-        n = index + 1
-        if n >= settings.min_samples and standard_error(hits, n) <= settings.sigma_stop:
+        if should_stop(hits, index + 1, settings):
             break
     n = len(rows)
     return rows, {"mode": "sampled", "p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n,

@@ -103,7 +103,7 @@ def generation_settings(params: SkateParams) -> dict[str, Any]:
 
 
 def answering_settings(params: SkateParams) -> dict[str, Any]:
-    answering = params.answering.model_dump(mode="json")
+    answering = params.answering.identity()
     answering.pop("mode")
     return {"version": SKATE_VERSION, "prompts": PROMPT_VERSION, "seed": params.seed, "answering": answering}
 

@@ -63,6 +63,7 @@ class SkateWorkflow:
         self.game_settings = {  # the versions: a code change that alters games reruns them too
             "version": SKATE_VERSION, "prompts": PROMPT_VERSION,
             **params.model_dump(mode="json", exclude={"strategy", "analyses"}),
+            "answering": params.answering.identity(),
             "roster": [models.entry(n).model_dump(mode="json") for n in params.answerers],
         }
 
