@@ -21,6 +21,13 @@ from typing import IO, Any
 import polars as pl
 
 
+def user_cache_dir(name: str) -> Path:
+    """`name` under the user cache that every clone of the project shares:
+    ``$XDG_CACHE_HOME/tournament-pipeline/name``, ``~/.cache/...`` when that is unset."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tournament-pipeline" / name
+
+
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and no whitespace variance: the input of every content id."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

@@ -44,6 +44,7 @@ from typing import Any
 import litellm
 from filelock import FileLock
 
+from pipeline.core.io import user_cache_dir
 from pipeline.core.local_batch import Batcher, Generation, Request
 
 __all__ = ["Generation"]  # re-exported: callers read replies from here
@@ -69,8 +70,7 @@ def cache_root() -> Path:
     explicit = os.environ.get("PIPELINE_MODEL_CACHE")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tournament-pipeline" / "models"
+    return user_cache_dir("models")
 
 
 def _convert_once(target: Path, sha256: str, gguf: Callable[[], Path], discard_gguf: bool) -> Path:
@@ -346,20 +346,9 @@ class LocalModel:
         return self.submit(self.chat_prompt(messages), stop=[*stop, *self.format.stop], lstrip=self.format.lstrip,
                            **options)
 
-    def generate(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: Sequence[str] = (),
-        top_logprobs: int | None = None,
-    ) -> Generation:
-        """The continuation of `prompt`, waited for (see `submit`)."""
-        return self.submit(prompt, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                           stop=stop, top_logprobs=top_logprobs).result()
+    def generate(self, prompt: str, **options: Any) -> Generation:
+        """The continuation of `prompt`, waited for (`submit`'s options)."""
+        return self.submit(prompt, **options).result()
 
     def submit(
         self,

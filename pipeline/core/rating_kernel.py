@@ -31,6 +31,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from pipeline.core.io import user_cache_dir
+
 __all__ = ["cache_dir", "rate_rows_compiled"]
 
 #: trueskill's ``min_delta`` default and its cap on sweeps (same as `rating_fast`).
@@ -54,8 +56,7 @@ def cache_dir() -> Path | None:
     """Where numba keeps the compiled kernel; None when no writable place exists (numba would
     then fall back to the source's own directory, which must stay clean)."""
     user = os.environ.get("NUMBA_CACHE_DIR")
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    path = Path(user) if user else Path(base) / "tournament-pipeline" / "numba"
+    path = Path(user) if user else user_cache_dir("numba")
     try:
         path.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path).close()
