@@ -1,12 +1,12 @@
-# The whole pipeline: the roster check, every registered benchmark (pipeline/core/registry.py finds
+# The whole pipeline: the roster check, every registered benchmark (pipeline/core/run/registry.py finds
 # each pipeline/<name>/benchmark.py and its rules.smk), then the leaderboard that combines them. Each
 # part adds its final outputs to ALL_TARGETS, which the default target `all` builds.
 #   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
 #   snakemake --config params=params/paper (every params file from another directory: docs/paper-scale.md)
 import os
 
-from pipeline.core.registry import benchmarks as registered_benchmarks
-from pipeline.core.workflow import check_chosen_params_dir, interpreter_on_path, params_dir, params_guard
+from pipeline.core.run.registry import benchmarks as registered_benchmarks
+from pipeline.core.run.workflow import check_chosen_params_dir, interpreter_on_path, params_dir, params_guard
 
 # rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
 # whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
@@ -42,16 +42,16 @@ rule all:
         ALL_TARGETS,
 
 
-# The run plan (pipeline/plan): before the first job, what this run's jobs will call and cost;
+# The run plan (pipeline/core/run): before the first job, what this run's jobs will call and cost;
 # a plan over gateway.budget_usd stops the run here, before any model request. After a
 # successful run, the plan is set against what was spent (results/plan/compare.json).
 onstart:
-    from pipeline.plan.run import before_run
+    from pipeline.core.run.plan_guard import before_run
 
     before_run(workflow, params_dir=PARAMS_DIR)
 
 
 onsuccess:
-    from pipeline.plan.run import after_run
+    from pipeline.core.run.plan_guard import after_run
 
     after_run()

@@ -40,8 +40,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import write_result
-from pipeline.core.loopback import LoopbackServer
-from pipeline.core.workflow import copy_workflow
+from pipeline.core.run.workflow import copy_workflow
+from pipeline.testing.loopback import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_REF = "d7b0ac1"  # the last commit before issue 17
@@ -236,7 +236,7 @@ def play_targets(project: Path, design: str, ids: list[str]) -> list[str]:
     if design == "baseline":
         return [f"results/elimination/games/{g}" for g in ids]
     sys.path.insert(0, str(project))
-    from pipeline.core.shards import plan_shards
+    from pipeline.core.run.shards import plan_shards
 
     per_job = yaml.safe_load((project / "params/models.yaml").read_text())["parallel"]["games_per_job"]
     return [f"results/elimination/shards/{s}.json" for s in sorted(plan_shards(ids, per_job))]

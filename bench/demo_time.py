@@ -52,7 +52,7 @@ def conversion_seconds(python: Path, env: dict[str, str]) -> float:
     """The weight conversion alone, into another empty cache (what the demo run paid once)."""
     with tempfile.TemporaryDirectory() as cache:
         started = time.monotonic()
-        subprocess.run([str(python), "-c", "from pipeline.core.local import gemma_weights_dir; gemma_weights_dir()"],
+        subprocess.run([str(python), "-c", "from pipeline.core.models.local import gemma_weights_dir; gemma_weights_dir()"],
                        env={**env, "PIPELINE_MODEL_CACHE": cache}, check=True, capture_output=True)
         return time.monotonic() - started
 

@@ -23,7 +23,7 @@ import yaml  # noqa: E402
 from _common import write_result  # noqa: E402
 
 import pipeline  # noqa: E402,F401
-from pipeline.core.roster import ModelsParams  # noqa: E402
+from pipeline.core.models.roster import ModelsParams  # noqa: E402
 from pipeline.elimination.engine import GameSpec, run_game  # noqa: E402
 
 ROSTER = [{"name": "heuristic-bot", "bot": "heuristic"}, {"name": "random-bot", "bot": "random"}]

@@ -19,7 +19,7 @@ each mode's rate is its fastest round (the machine is shared: other work only sl
 Batch 8 must give every reply, usage count and log-probability exactly as batch 1 did. Batch 1
 and batch 8 each start with no kept prompt chunks: the eight prompts share the chat format's
 system line and examples (about 85 tokens), which the first request computes and the others take
-(pipeline/core/local_batch.py); the loop before batching computes every prompt whole.
+(pipeline/core/models/local_batch.py); the loop before batching computes every prompt whole.
 
 A second, demo-like workload follows (one round): eight Elimination-sized prompts (the real
 system prompt and a round-2 view, about 600 tokens) with 12-token replies, where prompt
@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
 
-from pipeline.core.local import SMOLLM2, LocalModel, local_model, register_local_provider  # noqa: E402
-from pipeline.core.local_batch import ROWS  # noqa: E402
+from pipeline.core.models.local import SMOLLM2, LocalModel, local_model, register_local_provider  # noqa: E402
+from pipeline.core.models.local_batch import ROWS  # noqa: E402
 
 MAX_TOKENS = 32
 SAMPLED = {"temperature": 0.7, "top_p": 0.95}

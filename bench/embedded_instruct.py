@@ -8,12 +8,12 @@ nothing else.", ...), each sent as one user message to:
 - baseline: the base gemma-3-270m with Gemma's turn format (what `local/gemma-3-270m` sends,
   and what the demo roster's `gemma-270m` entry used to play with);
 - the base gemma-3-270m with a plain `User:` / `Assistant:` transcript and three solved examples
-  (the best base-model format found; `pipeline.core.local.TRANSCRIPT`);
+  (the best base-model format found; `pipeline.core.models.local.TRANSCRIPT`);
 - SmolLM2-135M-Instruct with its own chat template (ChatML, its default system line);
 - SmolLM2-135M-Instruct with ChatML and the same three solved examples as turns
-  (`pipeline.core.local.SMOLLM2_CHAT`: what `local/smollm2-135m` sends).
+  (`pipeline.core.models.local.SMOLLM2_CHAT`: what `local/smollm2-135m` sends).
 
-The examples (`pipeline.core.local.BRIEF_EXAMPLES`) are none of the ten instructions, but three of
+The examples (`pipeline.core.models.local.BRIEF_EXAMPLES`) are none of the ten instructions, but three of
 the ten share a kind with one (name a thing, say a word, a number only).
 
 Every setup answers every instruction greedily and once sampled at the demo's settings
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
 
-from pipeline.core.local import (  # noqa: E402
+from pipeline.core.models.local import (  # noqa: E402
     GEMMA_TURNS,
     SMOLLM2_CHAT,
     SMOLLM2_SYSTEM,

@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
 
-from pipeline.core.io import seed_from  # noqa: E402
-from pipeline.core.judge import Judge, load_judge  # noqa: E402
-from pipeline.core.judge_cache import ScoreCache  # noqa: E402
-from pipeline.core.judge_prompts import STORY_OPENINGS  # noqa: E402
+from pipeline.core.artifacts.io import seed_from  # noqa: E402
+from pipeline.core.judge.cache import ScoreCache  # noqa: E402
+from pipeline.core.judge.prompts import STORY_OPENINGS  # noqa: E402
+from pipeline.core.judge.scoring import Judge, load_judge  # noqa: E402
 
 TARGET_SPEEDUP_CPU = 8.0
 Pair = tuple[str, str]

@@ -31,8 +31,8 @@ ROSTER = [
 
 
 def main() -> None:
-    from pipeline.core.workflow import copy_workflow
-    from pipeline.plan.run import plan_targets
+    from pipeline.core.run.plan_guard import plan_targets
+    from pipeline.core.run.workflow import copy_workflow
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

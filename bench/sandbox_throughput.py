@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_average, write_result  # noqa: E402
 
 import pipeline  # noqa: E402,F401
-from pipeline.core.sandbox import Sandbox, _python  # noqa: E402
+from pipeline.core.sandbox.runner import Sandbox, _python  # noqa: E402
 
 
 def programs(count: int) -> list[str]:

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result
 
 import pipeline  # noqa: F401
-from pipeline.core.roster import load_models
-from pipeline.core.sandbox import Sandbox
+from pipeline.core.models.roster import load_models
+from pipeline.core.sandbox.runner import Sandbox
 from pipeline.skate.analysis_report import write_game_analyses, write_strategy_comparison
 from pipeline.skate.config import load_skate
 from pipeline.skate.play import play_game

@@ -50,10 +50,10 @@ from _common import write_result  # noqa: E402
 
 import pipeline  # noqa: E402,F401
 import pipeline.skate.bots  # noqa: E402,F401
-from pipeline.core.io import seed_from  # noqa: E402
-from pipeline.core.llm import Gateway  # noqa: E402
-from pipeline.core.players import BotPolicy, MoveRequest, Player, make_players, register_bot  # noqa: E402
-from pipeline.core.roster import ModelsParams  # noqa: E402
+from pipeline.core.artifacts.io import seed_from  # noqa: E402
+from pipeline.core.models.gateway import Gateway  # noqa: E402
+from pipeline.core.models.players import BotPolicy, MoveRequest, Player, make_players, register_bot  # noqa: E402
+from pipeline.core.models.roster import ModelsParams  # noqa: E402
 from pipeline.skate.config import AnsweringParams  # noqa: E402
 from pipeline.skate.mcq import Question, answer_exact, answer_sampled, option_set, should_stop  # noqa: E402
 from pipeline.skate.parsing import LETTERS  # noqa: E402

@@ -3,9 +3,9 @@ size of the Elimination Game's.
 
 The corpus: 4,000 eight-player free-for-all games among 50 models with hidden skills (seeded;
 each game seats 8 models at random and ranks them by skill plus noise). Every implementation rates
-the same passes (`pipeline.core.rating.pass_ratings`, orders from the same seed):
+the same passes (`pipeline.core.rating.multipass.pass_ratings`, orders from the same seed):
 
-- "fast" (timed, the value): the compiled engine (numba, `pipeline.core.rating_kernel`), all
+- "fast" (timed, the value): the compiled engine (numba, `pipeline.core.rating.kernel`), all
   `--passes` passes, with the compiled code already loaded (its compile and cache-load times are
   measured apart, each in a fresh process);
 - "numpy" (the baseline, same run): the engine it replaces, numpy over rows, the same passes;
@@ -43,14 +43,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
 
-from pipeline.core.rating import (  # noqa: E402
+from pipeline.core.rating.fast import compile_events, rate_rows  # noqa: E402
+from pipeline.core.rating.multipass import (  # noqa: E402
     FreeForAll,
     RatingParams,
     pass_orders,
     pass_ratings,
     rating_summary,
 )
-from pipeline.core.rating_fast import compile_events, rate_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 2.0
@@ -63,7 +63,7 @@ _FIRST_CALL = """
 import time
 started = time.perf_counter()
 import numpy as np
-from pipeline.core.rating import FreeForAll, RatingParams, pass_ratings
+from pipeline.core.rating.multipass import FreeForAll, RatingParams, pass_ratings
 pass_ratings([FreeForAll({"a": 1, "b": 2, "c": 3})] * 2, RatingParams(), 2, 0, "fast")
 print(time.perf_counter() - started)
 """

@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, write_result  # noqa: E402
 
-from pipeline.core.judge import Judge, load_judge  # noqa: E402
-from pipeline.core.judge_cache import ScoreCache  # noqa: E402
-from pipeline.core.llm import Gateway  # noqa: E402
-from pipeline.core.players import make_players  # noqa: E402
-from pipeline.core.roster import ModelsParams  # noqa: E402
+from pipeline.core.judge.cache import ScoreCache  # noqa: E402
+from pipeline.core.judge.scoring import Judge, load_judge  # noqa: E402
+from pipeline.core.models.gateway import Gateway  # noqa: E402
+from pipeline.core.models.players import make_players  # noqa: E402
+from pipeline.core.models.roster import ModelsParams  # noqa: E402
 from pipeline.xent.mapset import import_benchmark, load_map_set  # noqa: E402
 from pipeline.xent.play import PlaySettings, play_map  # noqa: E402
 from pipeline.xent.values import Term, XentValue  # noqa: E402

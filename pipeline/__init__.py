@@ -10,4 +10,4 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is written (pyproject reads it)

@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from pipeline.core.params import InputError, ParamsError
+from pipeline.core.artifacts import InputError, ParamsError
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    from pipeline.core.llm import Gateway
-    from pipeline.core.roster import ModelsParams, RosterEntry, load_models
+    from pipeline.core.models import Gateway, ModelsParams, RosterEntry, load_models
 
     models = load_models(args.params)
     try:
@@ -84,13 +83,18 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def command_modules() -> list[ModuleType]:
-    """The `cli` modules of the package's rooms, in name order, then those of the registered
-    benchmarks that live outside the package (an entry point, PIPELINE_BENCHMARKS)."""
-    import pipeline
-    from pipeline.core.registry import benchmarks
+#: the core's own commands: `run` and `judge`, then `plan`
+CORE_COMMANDS = ("pipeline.core.run.cli", "pipeline.core.run.plan_cli")
 
-    found = []
+
+def command_modules() -> list[ModuleType]:
+    """The core's command modules, then the `cli` modules of the package's benchmarks and stages, in
+    name order, then those of the registered benchmarks that live outside the package (an entry
+    point, PIPELINE_BENCHMARKS)."""
+    import pipeline
+    from pipeline.core.run import benchmarks
+
+    found = [importlib.import_module(name) for name in CORE_COMMANDS]
     for info in sorted(pkgutil.iter_modules(pipeline.__path__), key=lambda i: i.name):
         if info.ispkg and (Path(pipeline.__path__[0]) / info.name / "cli.py").exists():
             found.append(importlib.import_module(f"pipeline.{info.name}.cli"))
@@ -102,7 +106,8 @@ def command_modules() -> list[ModuleType]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline",
+        # the console command `tournament-pipeline` and `python -m pipeline` are the same program
+        prog="tournament-pipeline" if Path(sys.argv[0]).name == "tournament-pipeline" else "python -m pipeline",
         description="Tournament pipeline: rank language models by the games they play.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and retries")
@@ -133,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-unisolated", action="store_true", help="run even without isolation (unsafe)")
     run.set_defaults(func=_cmd_sandbox_run)
 
-    # every room adds its own commands: pipeline/<room>/cli.py defines register(commands)
+    # every benchmark adds its own commands: pipeline/<benchmark>/cli.py defines register(commands)
     for module in command_modules():
         module.register(commands)
     return parser
@@ -142,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from pipeline.core.llm import GatewayError
-    from pipeline.core.schemas import TableError
+    from pipeline.core.artifacts import TableError
+    from pipeline.core.models import GatewayError
 
     try:
         return int(args.func(args) or 0)

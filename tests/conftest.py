@@ -13,7 +13,7 @@ import litellm
 import pytest
 import yaml
 
-from pipeline.core.roster import ModelsParams
+from pipeline.core.models.roster import ModelsParams
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def fake_provider() -> Iterator[ScriptedProvider]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the project's workflow files in a temp dir (the package runs from its install)."""
-    from pipeline.core.workflow import copy_workflow
+    from pipeline.core.run.workflow import copy_workflow
 
     return copy_workflow(REPO, tmp_path)
 

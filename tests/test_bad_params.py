@@ -18,8 +18,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from pipeline.core.params import ParamsError
-from pipeline.core.workflow import PARAMS_ENV, check_chosen_params_dir, copy_workflow
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.run.workflow import PARAMS_ENV, check_chosen_params_dir, copy_workflow
 from tests.conftest import REPO
 
 BIN = Path(sys.executable).parent
@@ -107,7 +107,7 @@ def test_plan_stops_on_a_bad_params_file_naming_file_field_value_and_fix(case: s
 
 def test_run_stops_before_snakemake_starts(tmp_path: Path) -> None:
     project = broken(tmp_path, "elimination.yaml", seats_eight)
-    done = pipeline(project, "run", "roster_all")  # another room's target: a bad file stops every run
+    done = pipeline(project, "run", "roster_all")  # another benchmark's target: a bad file stops every run
     assert done.returncode == 2 and "(got 'eight')" in done.stderr, done.stderr
     assert not (project / ".snakemake").exists()  # no Snakemake, no lock
 
@@ -166,7 +166,7 @@ def test_import_of_a_path_with_no_logs_stops_and_writes_nothing(tmp_path: Path) 
     out = tmp_path / "out"
     done = pipeline(tmp_path, "elimination", "import", "/does-not-exist", "--out", str(out))
     assert done.returncode == 2, done.stderr
-    assert "elimination import: /does-not-exist: no such file or directory; name directories of game logs" \
+    assert "elimination import: /does-not-exist: no such file or directory; name directories of game logs"\
         in done.stderr
     (tmp_path / "empty").mkdir()
     (tmp_path / "junk").mkdir()
@@ -246,7 +246,7 @@ def test_the_shipped_params_directories_pass_every_check(directory: str) -> None
 
 
 def params_models() -> list[type[BaseModel]]:
-    from pipeline.core.roster import ModelsParams
+    from pipeline.core.models.roster import ModelsParams
     from pipeline.elimination.config import EliminationParams
     from pipeline.leaderboard.config import LeaderboardParams
     from pipeline.skate.config import SkateParams

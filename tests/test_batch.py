@@ -12,9 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.batch import BatchPending
-from pipeline.core.budget import SpendLedger
-from pipeline.core.llm import Gateway
+from pipeline.core.models.batch import BatchPending
+from pipeline.core.models.budget import SpendLedger
+from pipeline.core.models.gateway import Gateway
 from pipeline.roster.check import run_roster_check
 from tests.conftest import models_params
 from tests.fake_openai_batch import FakeOpenAI
@@ -83,7 +83,7 @@ def test_a_rerun_polls_the_submitted_batch_instead_of_paying_twice(tmp_path: Pat
 def test_skate_answering_through_batches_matches_the_direct_path(mode: str, tmp_path: Path) -> None:
     import asyncio
 
-    from pipeline.core.batch import run_job
+    from pipeline.core.models.batch import run_job
     from pipeline.skate.config import SkateParams
     from pipeline.skate.engine import run_answer
     from pipeline.skate.schedule import build_schedule, round_path
@@ -132,7 +132,7 @@ def test_skate_answering_through_batches_matches_the_direct_path(mode: str, tmp_
 
 
 def test_batch_spend_counts_against_the_budget(tmp_path: Path) -> None:
-    from pipeline.core.llm import BudgetExceeded
+    from pipeline.core.models.gateway import BudgetExceeded
 
     with FakeOpenAI() as fake:
         models = _models(fake, tmp_path / "cache", batch=True)

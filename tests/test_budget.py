@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.budget import LEDGER_NAME, SpendLedger
-from pipeline.core.llm import BudgetExceeded, Gateway
+from pipeline.core.models.budget import LEDGER_NAME, SpendLedger
+from pipeline.core.models.gateway import BudgetExceeded, Gateway
 from tests.conftest import models_params
 from tests.test_reliability_support import (
     MOCK_ROSTER,

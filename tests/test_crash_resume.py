@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.roster import load_models
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.roster import load_models
 from pipeline.whoisspy.config import load_whoisspy
 from pipeline.whoisspy.schedule import build_schedule
 from pipeline.whoisspy.schemas import GamesSchema
@@ -155,7 +155,7 @@ def test_kill_mid_game_with_the_embedded_model_then_resume(tmp_path: Path) -> No
     # the answers given before the kill came from the cache: exactly that many cache hits
     assert calls["cache_hit"].sum() == len(answered)
     # every answer of this game is in its table once as paid, whichever run paid it: the killed
-    # run's were journaled as they came (pipeline.core.journal); the one the kill may have caught
+    # run's were journaled as they came (pipeline.core.models.journal); the one the kill may have caught
     # between its ledger line and its journal line is in the cache and the ledger, not in the table
     paid = {r["key"][:16] for r in sent if r["job"].endswith(interrupted)}
     fresh = calls.filter(~pl.col("cache_hit"))["request_id"]

@@ -11,12 +11,13 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.budgets import DEFAULT_REASONING_TOKENS
-from pipeline.core.estimates import PlanContext
-from pipeline.core.plan import PlannedJob, TokenHistory, plan_table, price_per_token
-from pipeline.core.roster import load_models
+from pipeline.core.models.pricing import price_per_token
+from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS
+from pipeline.core.models.roster import load_models
+from pipeline.core.run.estimates import PlanContext
+from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.elimination.config import EliminationParams, WordLimits
-from pipeline.elimination.plan import ESTIMATORS, planned_moves
+from pipeline.elimination.estimators import ESTIMATORS, planned_moves
 from pipeline.elimination.schedule import schedule_from_files
 
 ROSTER = [

@@ -1,4 +1,4 @@
-"""Reasoning models in the Elimination Game: budgets belong to the model (pipeline.core.budgets).
+"""Reasoning models in the Elimination Game: budgets belong to the model (pipeline.core.models.reply_budgets).
 
 The game sets no reply cap (the original states word limits only), so a move's visible budget is
 the roster entry's, and a reasoning model gets its reasoning allowance on top. A model declared
@@ -16,8 +16,8 @@ from typing import Any
 import litellm
 import pytest
 
-from pipeline.core.budgets import DEFAULT_REASONING_TOKENS, DEFAULT_VISIBLE_TOKENS
-from pipeline.core.roster import Sampling
+from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS, DEFAULT_VISIBLE_TOKENS
+from pipeline.core.models.roster import Sampling
 from pipeline.elimination.config import EliminationParams, RatingSettings, ReplyTokens
 from pipeline.elimination.importer import run_import
 from tests.test_elimination_support import of_type, play, seat

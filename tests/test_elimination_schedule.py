@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.core.params import ParamsError
+from pipeline.core.artifacts.params import ParamsError
 from pipeline.elimination.config import EliminationParams, load_elimination_params
 from pipeline.elimination.schedule import build_schedule, schedule_rows
 from tests.conftest import REPO, models_params
@@ -84,7 +84,7 @@ def test_params_errors_say_what_is_expected(tmp_path: Path) -> None:
 
 
 def test_the_demo_params_put_the_local_model_in_one_seat_and_bots_elsewhere() -> None:
-    from pipeline.core.roster import load_models
+    from pipeline.core.models.roster import load_models
 
     games = build_schedule(load_elimination_params(REPO / "params/elimination.yaml"),
                            load_models(REPO / "params/models.yaml"))

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.roster import load_models
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.roster import load_models
 from pipeline.elimination.config import ReplyTokens, load_elimination_params
 from pipeline.elimination.engine import GameSpec, run_game
 from pipeline.elimination.reader import read_game

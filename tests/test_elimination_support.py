@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import seed_from
-from pipeline.core.llm import Gateway
-from pipeline.core.players import MoveRequest, make_players, register_bot
+from pipeline.core.artifacts.io import seed_from
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import MoveRequest, make_players, register_bot
 from pipeline.elimination.bots import heuristic_bot
 from pipeline.elimination.config import ReplyTokens, WordLimits
 from pipeline.elimination.engine import EliminationGame, GameSpec

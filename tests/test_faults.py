@@ -1,4 +1,4 @@
-"""Fault injection at the provider boundary (pipeline.core.faults through the gateway).
+"""Fault injection at the provider boundary (pipeline.core.models.faults through the gateway).
 
 Transport faults (timeout, 429, 500) are retried and never reach a game; content faults (empty,
 malformed, over-long) are what the model said: cached, recorded, and handled by the game's rules.
@@ -14,12 +14,12 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.faults import FAULT_KINDS, FaultSettings, draw_fault
-from pipeline.core.llm import Gateway, TransportError
-from pipeline.core.params import ParamsError
-from pipeline.core.players import MoveRequest, make_players
-from pipeline.core.roster import load_models
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.faults import FAULT_KINDS, FaultSettings, draw_fault
+from pipeline.core.models.gateway import Gateway, TransportError
+from pipeline.core.models.players import MoveRequest, make_players
+from pipeline.core.models.roster import load_models
 from pipeline.whoisspy.config import ReplyParams, RulesParams
 from pipeline.whoisspy.engine import run_game
 from pipeline.whoisspy.schedule import make_spec

@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.loopback import LoopbackServer
-from pipeline.core.workflow import copy_workflow
+from pipeline.core.run.workflow import copy_workflow
+from pipeline.testing.loopback import LoopbackServer
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,8 @@ import litellm
 import polars as pl
 import pytest
 
-from pipeline.core.llm import (
+from pipeline.core.artifacts.schemas import CallsSchema, TableError, read_table
+from pipeline.core.models.gateway import (
     AuthError,
     Gateway,
     RequestError,
@@ -22,7 +23,6 @@ from pipeline.core.llm import (
     TransportError,
     request_key,
 )
-from pipeline.core.schemas import CallsSchema, TableError, read_table
 from tests.conftest import models_params
 
 MESSAGES = [{"role": "user", "content": "Say ok"}]

@@ -17,8 +17,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from pipeline.cli import main
-from pipeline.core.judge import Judge, JudgeError, XentScore, load_judge, register_judge
-from pipeline.core.judge_cache import ScoreCache
+from pipeline.core.judge.cache import ScoreCache
+from pipeline.core.judge.scoring import Judge, JudgeError, XentScore, load_judge, register_judge
 
 CONTEXT = 32  # positions of the tiny GPT-2s: long texts overflow quickly
 P_X, P_Y = 0.5, 0.25  # the fixed-distribution judge: "x" with 1/2, "y" with 1/4, the rest share 1/4

@@ -14,7 +14,7 @@ import pytest
 import torch
 from tokenizers import processors
 
-from pipeline.core.judge import Judge, JudgeError
+from pipeline.core.judge.scoring import Judge, JudgeError
 from tests.test_judge import byte_tokenizer, gpt2, save
 
 PAIRS = [("hello there", ""), ("hello there", "greeting: "), ("ab ab", "cab"), ("q", "a"), ("naïve 字", "x")]

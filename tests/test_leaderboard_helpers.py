@@ -1,5 +1,5 @@
-"""Builders of small benchmark results (every room's metrics.json and tables, with the columns the
-rooms write) for the leaderboard tests, and a generated corpus of many small games."""
+"""Builders of small benchmark results (every benchmark's metrics.json and tables, with the columns the
+benchmarks write) for the leaderboard tests, and a generated corpus of many small games."""
 
 from __future__ import annotations
 
@@ -172,12 +172,12 @@ def write_xent(results: Path) -> None:
 
 
 def build_results(results: Path) -> Path:
-    """A small result set for every room; model text carries a <script> in each room."""
+    """A small result set for every benchmark; model text carries a <script> in each benchmark."""
     elimination_games = [
         elimination_game("e1", ["alpha", "beta", "gamma", "alpha"], rounds=3, script_text=SCRIPT),
         elimination_game("e2", ["beta", "alpha", "gamma", "gamma"], rounds=3),
     ]
-    # elimination: the old keys (mu, mu_lo, mu_hi, rank), as the room writes them before the contract;
+    # elimination: the old keys (mu, mu_lo, mu_hi, rank), as the benchmark writes them before the contract;
     # 2 games each and no resamples given: nothing is settled
     write_elimination(results, elimination_games, {
         "alpha": {"mu": 10.0, "sigma": 3.0, "mu_lo": 8.0, "mu_hi": 12.0, "rank": 1, "games": 2, "wins": 1},

@@ -131,7 +131,7 @@ def test_publish_is_deterministic(published: Path, tmp_path: Path) -> None:
         assert (out / name).read_bytes() == (published / name).read_bytes()
 
 
-def test_missing_rooms_are_skipped(tmp_path: Path) -> None:
+def test_missing_benchmarks_are_skipped(tmp_path: Path) -> None:
     build_results(tmp_path / "results")
     shutil.rmtree(tmp_path / "results" / "xent")
     (tmp_path / "results" / "skate" / "pcorrect.parquet").unlink()
@@ -143,7 +143,7 @@ def test_missing_rooms_are_skipped(tmp_path: Path) -> None:
     assert (tmp_path / "lb" / "site" / "skate" / "games" / "q1.html").exists()
 
 
-def test_a_corrupted_room_table_stops_publish_naming_file_and_column(
+def test_a_corrupted_benchmark_table_stops_publish_naming_file_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import polars as pl

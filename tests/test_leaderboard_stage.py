@@ -1,4 +1,4 @@
-"""The `leaderboard_build` rule through Snakemake: it takes the rooms' outputs as inputs, writes every
+"""The `leaderboard_build` rule through Snakemake: it takes the benchmarks' outputs as inputs, writes every
 leaderboard file, and is up to date on a second run."""
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ def snakemake(project: Path, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-def test_publish_rule_lists_the_rooms_outputs_as_inputs(project: Path) -> None:
+def test_publish_rule_lists_the_benchmarks_outputs_as_inputs(project: Path) -> None:
     out = snakemake(project, "-n", "--cores", "1", "leaderboard_all")
     publish = out.split("rule leaderboard_build:")[1].split("rule ")[0]
     inputs = publish.split("input:")[1].split("\n")[0]
-    for room in ("elimination", "whoisspy", "skate"):
-        assert f"results/{room}/metrics.json" in inputs, room
+    for bench in ("elimination", "whoisspy", "skate"):
+        assert f"results/{bench}/metrics.json" in inputs, bench
     assert "results/skate/pcorrect.parquet" in inputs and "results/elimination/tables/messages.parquet" in inputs
     assert "params/leaderboard.yaml" in inputs
 
 
 def test_publish_rule_writes_the_leaderboard_then_is_up_to_date(project: Path) -> None:
-    # only the roster and the leaderboard rules: the rooms' results come from the fixture
-    for room in ("skate", "xent", "elimination", "whoisspy"):
-        (project / "pipeline" / room / "rules.smk").unlink(missing_ok=True)
+    # only the roster and the leaderboard rules: the benchmarks' results come from the fixture
+    for bench in ("skate", "xent", "elimination", "whoisspy"):
+        (project / "pipeline" / bench / "rules.smk").unlink(missing_ok=True)
     build_results(project / "results")
     snakemake(project, "--cores", "1", "leaderboard_all", "--allowed-rules", "leaderboard_build", "leaderboard_all")
     folder = project / "results" / "leaderboard"

@@ -12,7 +12,7 @@ import litellm
 import pytest
 import torch
 
-from pipeline.core.local import (
+from pipeline.core.models.local import (
     GEMMA,
     GEMMA_TURNS,
     SMOLLM2,
@@ -27,7 +27,7 @@ from pipeline.core.local import (
     register_local_provider,
     transcript,
 )
-from pipeline.core.local_batch import Generation, nucleus
+from pipeline.core.models.local_batch import Generation, nucleus
 
 pytestmark = pytest.mark.slow
 MODEL = f"local/{SMOLLM2}"

@@ -22,13 +22,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.budget import LEDGER_NAME, SpendLedger
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.journal import JOURNAL_DIR, unfinished_calls
-from pipeline.core.llm import Gateway, TransportError
-from pipeline.core.loopback import LoopbackServer
-from pipeline.core.schemas import CallsSchema, read_table
-from pipeline.core.shards import ShardGame, run_shard
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.budget import LEDGER_NAME, SpendLedger
+from pipeline.core.models.concurrency import gather_moves
+from pipeline.core.models.gateway import Gateway, TransportError
+from pipeline.core.models.journal import JOURNAL_DIR, unfinished_calls
+from pipeline.core.run.shards import ShardGame, run_shard
+from pipeline.testing.loopback import LoopbackServer
 from tests.conftest import models_params
 from tests.test_reliability_support import MOCK_ROSTER, env, kill_when, make_project, write_models, write_yaml
 
@@ -162,7 +162,7 @@ def test_a_failed_move_leaves_its_siblings_answers_in_the_cache_and_the_ledger(t
 def test_a_killed_runs_attempts_are_in_the_games_calls_table_after_the_rerun(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline.cli import main
-    from pipeline.core.roster import load_models
+    from pipeline.core.models.roster import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
 
@@ -206,13 +206,13 @@ def test_a_killed_runs_attempts_are_in_the_games_calls_table_after_the_rerun(tmp
 def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from pipeline.cli import main
-    from pipeline.core.estimates import PlanContext
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.plan import PlannedJob
-    from pipeline.core.roster import load_models
+    from pipeline.core.artifacts.io import write_json_atomic
+    from pipeline.core.models.roster import load_models
+    from pipeline.core.run.estimates import PlanContext
+    from pipeline.core.run.plan import PlannedJob
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.engine import run_game
-    from pipeline.whoisspy.plan import estimate_game
+    from pipeline.whoisspy.estimators import estimate_game
     from pipeline.whoisspy.schedule import build_schedule
 
     whoisspy = {"players": ["mock-a", "mock-b"], "fill": ["heuristic-bot", "random-bot"], "games_per_role": 1,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.params import ParamsError
-from pipeline.core.roster import load_models
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.models.roster import load_models
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ def test_the_shipped_roster_is_valid() -> None:
     models = load_models(REPO / "params" / "models.yaml")
     assert [e.name for e in models.roster][:2] == ["smollm2-135m", "random-bot"]
     assert models.entry("smollm2-135m").provider == "local"
-    # up to 8 requests of a process share each decoding step of the embedded model (pipeline/core/local_batch.py)
+    # up to 8 requests of a process share each decoding step of the embedded model (pipeline/core/models/local_batch.py)
     assert models.limits_for("local").max_concurrency == 8
     assert models.limits_for("openai") == models.providers["default"]
 

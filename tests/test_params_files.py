@@ -1,7 +1,7 @@
 """Every params file in params/ is checked by its loader, and a wrong field stops with a message
-that names the file, the field and what is expected. New params files (a new room) are covered
+that names the file, the field and what is expected. New params files (a new benchmark) are covered
 automatically: `params/<stem>.yaml` is loaded by `load_<stem>` or `load_<stem>_params` in
-`pipeline/<stem>/config.py` (the roster, `models.yaml`, by pipeline.core.roster.load_models).
+`pipeline/<stem>/config.py` (the roster, `models.yaml`, by pipeline.core.models.roster.load_models).
 Also: a corrupted or hand-edited table stops the reader with a message naming the file and column.
 """
 
@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.params import ParamsError
-from pipeline.core.roster import load_models
-from pipeline.core.schemas import CallsSchema, TableError, calls_frame, read_table, write_table
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.artifacts.schemas import CallsSchema, TableError, calls_frame, read_table, write_table
+from pipeline.core.models.roster import load_models
 from tests.conftest import REPO
 
 PARAMS_FILES = sorted((REPO / "params").glob("*.yaml"))

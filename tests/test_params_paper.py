@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.core.params import ParamsError
-from pipeline.core.plan import price_per_token
-from pipeline.core.roster import ModelsParams, load_models
-from pipeline.core.workflow import (
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.models.pricing import price_per_token
+from pipeline.core.models.roster import ModelsParams, load_models
+from pipeline.core.run.workflow import (
     PARAMS_ENV,
     check_params_dir,
     params_config,
@@ -58,7 +58,7 @@ def language_models(models: ModelsParams) -> list[str]:
 def test_the_paper_directory_is_a_complete_params_set() -> None:
     for name in FILES:
         assert (PAPER / name).is_file(), name
-    from pipeline.core.registry import benchmarks
+    from pipeline.core.run.registry import benchmarks
 
     check_params_dir("params/paper", required_params(benchmarks()), REPO)  # what run and plan check
 
@@ -157,7 +157,7 @@ def test_every_name_a_benchmark_seats_is_in_the_paper_roster(models: ModelsParam
 
 # -- the switch -------------------------------------------------------------------------------
 def test_the_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.core.run import with_params_config
+    from pipeline.core.run.launch import with_params_config
 
     monkeypatch.delenv(PARAMS_ENV, raising=False)
     assert params_dir() == "params" and params_dir("params/paper/") == "params/paper"
@@ -174,7 +174,7 @@ def test_the_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_run_takes_the_flag_anywhere_on_its_line() -> None:
-    from pipeline.core.cli import _params_flag
+    from pipeline.core.run.cli import _params_flag
 
     assert _params_flag(["whoisspy_all", "--params", "params/paper", "-n"]) == ("params/paper", ["whoisspy_all", "-n"])
     assert _params_flag(["--params=params/paper", "all"]) == ("params/paper", ["all"])

@@ -70,7 +70,7 @@ def test_plan_counts_calls_before_a_run_and_cache_hits_with_the_gateways_own_key
     assert "gpt-mini" in first.stdout and "budget" not in first.stdout.splitlines()[-1]
 
     # the round's question exists and the answer job really ran once through the real gateway
-    from pipeline.core.roster import load_models
+    from pipeline.core.models.roster import load_models
     from pipeline.skate.config import load_skate
     from pipeline.skate.schedule import answer_paths, build_schedule, round_path
 
@@ -136,7 +136,7 @@ def test_after_a_run_the_plan_is_compared_with_what_was_spent(project: Path) -> 
     assert (row["calls"], row["cached_calls"], row["cost_usd"]) == (1, 1, 0.0)
 
 
-def test_game_rooms_are_planned_from_their_schedules_and_priced_before_any_game(project: Path) -> None:
+def test_game_benchmarks_are_planned_from_their_schedules_and_priced_before_any_game(project: Path) -> None:
     _setup(project)
     write_roster(project, [*ROSTER, {"name": "gpt-4o", "model": "openai/gpt-4o"}])  # priced by litellm's map
     whoisspy = yaml.safe_load((project / "params/whoisspy.yaml").read_text())
@@ -149,7 +149,7 @@ def test_game_rooms_are_planned_from_their_schedules_and_priced_before_any_game(
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     rows = {r["model"]: r for r in plan["rows"] if r["benchmark"] == "whoisspy"}
-    # API games are played many per shard job (pipeline.core.shards): one job, every game counted
+    # API games are played many per shard job (pipeline.core.run.shards): one job, every game counted
     games = int(_run(project, "-m", "pipeline", "whoisspy", "schedule").stdout.count("\n"))
     assert games >= 2 and rows["gpt-mini"]["jobs"] == 1 and rows["gpt-mini"]["why"] == "new job 1"
     # one seat per game, at most 3 rounds x (description + vote), as the rules bound it

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.llm import Gateway
-from pipeline.core.players import BotPlayer, ModelPlayer, MoveRequest, make_players, register_bot
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import BotPlayer, ModelPlayer, MoveRequest, make_players, register_bot
 from tests.conftest import models_params
 
 ROSTER = [{"name": "m1", "model": "fake/m"}, {"name": "rnd", "bot": "random"}]

@@ -29,7 +29,8 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.llm import (
+from pipeline.core.artifacts.schemas import CallsSchema, calls_frame, read_table
+from pipeline.core.models.gateway import (
     ERROR_KINDS,
     PROVIDER_FAULT_KINDS,
     TRANSPORT_KINDS,
@@ -40,11 +41,10 @@ from pipeline.core.llm import (
     TransportError,
     read_answer,
 )
-from pipeline.core.loopback import FAULTS, FaultMix, LoopbackServer
-from pipeline.core.roster import GatewaySettings, load_models
-from pipeline.core.schemas import CallsSchema, calls_frame, read_table
-from pipeline.core.shards import ShardGame, failure_message, play_shard
-from pipeline.core.workflow import copy_workflow
+from pipeline.core.models.roster import GatewaySettings, load_models
+from pipeline.core.run.shards import ShardGame, failure_message, play_shard
+from pipeline.core.run.workflow import copy_workflow
+from pipeline.testing.loopback import FAULTS, FaultMix, LoopbackServer
 from tests.conftest import REPO, models_params
 
 KEY_ENV = "PROVIDER_FAULTS_TEST_KEY"
@@ -268,7 +268,7 @@ def test_a_game_that_keeps_failing_names_the_model_the_kind_and_the_fix(tmp_path
 
         outcome = asyncio.run(play_shard([ShardGame("g1", spec)], play, lambda _: False, at_once=1))
     message = failure_message(outcome)
-    assert "g1: TransportError: roster entry 'flaky' (model openai/flaky): gave up after 2 attempts, " \
+    assert "g1: TransportError: roster entry 'flaky' (model openai/flaky): gave up after 2 attempts, "\
            "last error empty_choices" in message, message
     assert "content filter" in message and "answered requests come from the cache" in message
 
@@ -313,8 +313,8 @@ def pipeline_command(project: Path, *args: str) -> str:
     return done.stdout
 
 
-def scheduled_ids(project: Path, room: str) -> list[str]:
-    lines = pipeline_command(project, room, "schedule").splitlines()
+def scheduled_ids(project: Path, bench: str) -> list[str]:
+    lines = pipeline_command(project, bench, "schedule").splitlines()
     return [line.split()[0] for line in lines if re.match(r"^[0-9a-f]{16}\s", line)]
 
 

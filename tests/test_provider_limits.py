@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.core.llm import Gateway, TransportError
-from pipeline.core.loopback import LoopbackServer
+from pipeline.core.models.gateway import Gateway, TransportError
+from pipeline.testing.loopback import LoopbackServer
 from tests.conftest import models_params
 
 KEY_ENV = "LOOPBACK_TEST_KEY"
@@ -108,7 +108,7 @@ def test_retry_after_is_honoured_and_429s_never_end_the_run(tmp_path: Path) -> N
 
 
 def test_concurrency_backs_off_on_429s_and_grows_back(tmp_path: Path) -> None:
-    from pipeline.core.ratelimit import shared_limiter
+    from pipeline.core.models.limits import shared_limiter
 
     cache = tmp_path / "cache"
     with LoopbackServer(latency_s=0.05, limit=2, window_s=1.0, max_requests=80, max_seconds=60,

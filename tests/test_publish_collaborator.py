@@ -20,7 +20,7 @@ from tests.test_reliability_support import MOCK_ROSTER, PYTHON_BIN, env, make_pr
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-fake-reliability-tests"  # the key env() exports: it must reach no artifact
-ROOMS = ("whoisspy", "elimination")
+BENCHMARKS_BY_NAME = ("whoisspy", "elimination")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
 
@@ -41,9 +41,9 @@ def dvc(cwd: Path, *args: str) -> str:
 
 
 def small_dvc_yaml() -> dict[str, Any]:
-    """The project's dvc.yaml with the stages of this small run only (roster, two rooms, leaderboard)."""
+    """The project's dvc.yaml with the stages of this small run only (roster, two benchmarks, leaderboard)."""
     data = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    keep = ("roster", *ROOMS, "leaderboard")
+    keep = ("roster", *BENCHMARKS_BY_NAME, "leaderboard")
     data["stages"] = {name: stage for name, stage in data["stages"].items() if name in keep}
     leaderboard = data["stages"]["leaderboard"]
     leaderboard["deps"] = [d for d in leaderboard["deps"] if not str(d).startswith(("results/skate", "results/xent"))]
@@ -55,11 +55,11 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Two published versions of a team's project; v1.1 adds a model and shares the response cache."""
     top = tmp_path_factory.mktemp("publish")
     project = make_project(top / "team")
-    for room in ("skate", "xent"):  # this small run plays two benchmarks; the leaderboard reads what exists
-        (project / "pipeline" / room / "rules.smk").unlink()
+    for bench in ("skate", "xent"):  # this small run plays two benchmarks; the leaderboard reads what exists
+        (project / "pipeline" / bench / "rules.smk").unlink()
     write_yaml(project / "dvc.yaml", small_dvc_yaml())
     board = yaml.safe_load((REPO / "params" / "leaderboard.yaml").read_text())
-    write_yaml(project / "params" / "leaderboard.yaml", {**board, "version": "1.0", "benchmarks": list(ROOMS)})
+    write_yaml(project / "params" / "leaderboard.yaml", {**board, "version": "1.0", "benchmarks": list(BENCHMARKS_BY_NAME)})
     shutil.copy2(REPO / ".gitignore", project / ".gitignore")
     shutil.copy2(REPO / ".dvcignore", project / ".dvcignore")
     store = top / "dvc-store"

@@ -1,4 +1,4 @@
-"""Tests for the reference TrueSkill core in pipeline.core.rating."""
+"""Tests for the reference TrueSkill core in pipeline.core.rating.multipass."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import trueskill
 
-from pipeline.core.rating import (
+from pipeline.core.rating.multipass import (
     FreeForAll,
     Pairwise,
     RatingEvent,
@@ -299,7 +299,7 @@ def test_conservative() -> None:
 
 def test_a_team_match_is_one_trueskill_team_update() -> None:
     """Who is Spy's default: the spy against the civilians' team, one update per game."""
-    from pipeline.core.rating import Pairwise, RatingParams, TeamMatch, rate_sequence, rating_summary
+    from pipeline.core.rating.multipass import Pairwise, RatingParams, TeamMatch, rate_sequence, rating_summary
 
     params = RatingParams(mu=25.0, sigma=25 / 3, beta=25 / 6, tau=0.0, draw_probability=0.0)
     game = TeamMatch(a=("spy",), b=("c3", "c1", "c2"), outcome="a")

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 import trueskill
 
-from pipeline.core.rating import (
+from pipeline.core.rating.fast import compile_events, rate_rows
+from pipeline.core.rating.multipass import (
     METHOD_ENV,
     FreeForAll,
     Pairwise,
@@ -22,7 +23,6 @@ from pipeline.core.rating import (
     pass_ratings,
     rating_summary,
 )
-from pipeline.core.rating_fast import compile_events, rate_rows
 
 TOLERANCE = 1e-6
 ZERO_DRAW = RatingParams(draw_probability=0.0)
@@ -278,7 +278,7 @@ def test_unknown_engine_is_refused() -> None:
 
 
 def test_kernel_cache_stays_out_of_the_source_tree(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from pipeline.core import rating_kernel
+    from pipeline.core.rating import kernel as rating_kernel
 
     # pipeline/core is a DVC dependency: numba's own default (__pycache__ beside the source)
     # would change its hash.
@@ -293,7 +293,7 @@ def test_kernel_cache_stays_out_of_the_source_tree(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(blocker / "under-a-file"))
     assert rating_kernel.cache_dir() is None
     source_dir = Path(rating_kernel.__file__).parent
-    assert not glob.glob(str(source_dir / "__pycache__" / "rating_kernel*.nb*"))
+    assert not glob.glob(str(source_dir / "__pycache__" / "kernel*.nb*"))
 
 
 def test_compiled_engine_falls_back_to_numpy_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,14 +302,15 @@ def test_compiled_engine_falls_back_to_numpy_without_numba(monkeypatch: pytest.M
     table = compile_events(events, {p: j for j, p in enumerate(players)})
     sequences = _rows_of(events, 5, seed=5)
     compiled = rate_rows(table, sequences, len(players), ZERO_DRAW)
-    monkeypatch.setitem(sys.modules, "pipeline.core.rating_kernel", None)  # import fails
+    monkeypatch.setitem(sys.modules, "pipeline.core.rating.kernel", None)  # import fails
     fallback = rate_rows(table, sequences, len(players), ZERO_DRAW)
     assert fallback[0].tobytes() == compiled[0].tobytes()
     assert fallback[1].tobytes() == compiled[1].tobytes()
 
 
 def test_kernel_schedule_constants_are_trueskills() -> None:
-    from pipeline.core import rating_fast, rating_kernel
+    from pipeline.core.rating import fast as rating_fast
+    from pipeline.core.rating import kernel as rating_kernel
 
     assert rating_kernel._MIN_DELTA == trueskill.DELTA == rating_fast._MIN_DELTA
     assert rating_kernel._MAX_SWEEPS == rating_fast._MAX_SWEEPS == 10

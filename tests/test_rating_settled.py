@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pipeline.cli import main
-from pipeline.core.rating import (
+from pipeline.core.rating.multipass import (
     MIN_SETTLED_GAMES,
     MIN_SETTLED_RESAMPLES,
     FreeForAll,
@@ -45,7 +45,7 @@ def field(n_games: int, skill: dict[str, float], seed: int = 0) -> list[RatingEv
 
 
 def contract(summary) -> dict[str, dict]:  # type: ignore[no-untyped-def]
-    """metrics.json rows as the rooms write them from `rating_summary`."""
+    """metrics.json rows as the benchmarks write them from `rating_summary`."""
     return {
         row["player"]: {
             "trueskill_mu": row["mu"], "trueskill_sigma": row["sigma"], "trueskill_mu_lo": row["mu_lo"],

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.core.rating import (
+from pipeline.core.rating.multipass import (
     FreeForAll,
     Pairwise,
     RatingEvent,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.core.registry import Benchmark, RegistryError, benchmarks
-from pipeline.core.verbs import VERBS, job_ids
-from pipeline.core.workflow import copy_workflow
+from pipeline.core.run.registry import Benchmark, RegistryError, benchmarks
+from pipeline.core.run.verbs import VERBS, job_ids
+from pipeline.core.run.workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "tests" / "example_benchmark"
@@ -127,8 +127,8 @@ def benchmark_verbs(name: str) -> dict[str, argparse.ArgumentParser]:
     from pipeline.cli import build_parser
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    room = commands.choices[name]
-    return next(a for a in room._actions if isinstance(a, argparse._SubParsersAction)).choices
+    parser = commands.choices[name]
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
 
 
 @pytest.mark.parametrize("bench", benchmarks(), ids=lambda b: b.name)
@@ -168,6 +168,6 @@ def test_each_benchmark_estimates_its_own_rules_for_the_run_plan() -> None:
         assert table and set(table) <= rules, (bench.name, set(table) - rules)
         assert f"{bench.name}_play" in table or bench.name == "skate", bench.name  # SKATE: generate, answer
     wrong = Benchmark(name="other", title="x", package="pipeline.whoisspy", outputs=(),
-                      estimators="pipeline.whoisspy.plan")
+                      estimators="pipeline.whoisspy.estimators")
     with pytest.raises(RegistryError, match="another benchmark"):
         wrong.load_estimators()

@@ -45,9 +45,9 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return project
 
 
-def assert_same_results(project: Path, clean: Path, room: str = "") -> None:
-    assert game_records(project / "results" / room) == game_records(clean / "results" / room)
-    ours, theirs = result_tables(project / "results" / room), result_tables(clean / "results" / room)
+def assert_same_results(project: Path, clean: Path, bench: str = "") -> None:
+    assert game_records(project / "results" / bench) == game_records(clean / "results" / bench)
+    ours, theirs = result_tables(project / "results" / bench), result_tables(clean / "results" / bench)
     assert sorted(ours) == sorted(theirs)
     for name, frame in theirs.items():
         assert ours[name].equals(frame), name

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 import yaml
 
-from pipeline.core.workflow import copy_workflow
+from pipeline.core.run.workflow import copy_workflow
 from tests.conftest import REPO
 
 PYTHON_BIN = Path(sys.executable).parent
@@ -161,7 +161,7 @@ def strip_times(value: Any) -> Any:
 
 def game_targets(project: Path) -> list[str]:
     """The output of every scheduled game job of whoisspy and elimination (no rating jobs)."""
-    from pipeline.core.roster import load_models
+    from pipeline.core.models.roster import load_models
     from pipeline.elimination.schedule import schedule_from_files
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
@@ -199,14 +199,14 @@ def result_tables(results: Path, skip: Iterable[str] = ("calls",)) -> dict[str, 
 
 def calls_of(results: Path) -> pl.DataFrame:
     """Every per-job calls table under results/ (what each job sent or took from the cache)."""
-    from pipeline.core.schemas import CallsSchema, read_table
+    from pipeline.core.artifacts.schemas import CallsSchema, read_table
 
     files = [p for p in results.rglob("*calls.parquet") if PER_JOB & set(p.relative_to(results).parts)]
     return pl.concat([read_table(p, CallsSchema) for p in sorted(files)]) if files else pl.DataFrame()
 
 
 def ledger(project: Path) -> list[dict[str, Any]]:
-    from pipeline.core.budget import LEDGER_NAME, SpendLedger
+    from pipeline.core.models.budget import LEDGER_NAME, SpendLedger
 
     return SpendLedger(project / ".cache/responses" / LEDGER_NAME).records()
 

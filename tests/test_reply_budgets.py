@@ -12,12 +12,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.budgets import DEFAULT_VISIBLE_TOKENS, describe, is_reasoning_model
-from pipeline.core.llm import Gateway, completion_request
-from pipeline.core.loopback import LoopbackServer
-from pipeline.core.plan import CallEstimate, PlannedJob, make_plan, what_to_cut
-from pipeline.core.roster import ModelsParams
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.gateway import Gateway, completion_request
+from pipeline.core.models.reply_budgets import DEFAULT_VISIBLE_TOKENS, describe, is_reasoning_model
+from pipeline.core.models.roster import ModelsParams
+from pipeline.core.run.plan import CallEstimate, PlannedJob, make_plan, what_to_cut
+from pipeline.testing.loopback import LoopbackServer
 
 KEY_ENV = "LOOPBACK_TEST_KEY"
 ASK = [{"role": "user", "content": "Who do you vote for?"}]

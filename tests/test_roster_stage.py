@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.schemas import CallsSchema, RosterCheckSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, RosterCheckSchema, read_table
 from tests.conftest import REPO, write_roster
 
 pytestmark = pytest.mark.slow
@@ -132,7 +132,7 @@ def test_cli_help_and_ask(tmp_path: Path, env_with_secret) -> None:
 
 def test_the_check_marks_a_base_model_that_does_not_answer(tmp_path: Path) -> None:
     """The issue: the base gemma-3-270m in its chat format answered with dashes and was `[ok]`."""
-    from pipeline.core.llm import Gateway
+    from pipeline.core.models.gateway import Gateway
     from pipeline.roster.check import run_roster_check
     from tests.conftest import models_params
 
@@ -158,7 +158,7 @@ def test_a_reply_follows_when_it_is_the_word_asked_for(reply: str, expected: boo
 
 
 def test_an_own_check_prompt_without_expect_checks_no_word() -> None:
-    from pipeline.core.roster import CheckSettings
+    from pipeline.core.models.roster import CheckSettings
 
     assert CheckSettings().expect == "blue"
     assert CheckSettings(prompt="Say hi").expect is None

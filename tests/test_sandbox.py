@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import sandbox as sandbox_module
-from pipeline.core.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
+from pipeline.core.sandbox import runner as sandbox_module
+from pipeline.core.sandbox.runner import Sandbox, SandboxLimits, SandboxUnavailable
 
 LIMITS = SandboxLimits(cpu_s=2.0, wall_s=4.0, memory_mb=256, output_bytes=32768, processes=24)
 

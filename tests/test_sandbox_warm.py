@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import sandbox as sandbox_module
-from pipeline.core.sandbox import Sandbox, SandboxResult
+from pipeline.core.sandbox import runner as sandbox_module
+from pipeline.core.sandbox.runner import Sandbox, SandboxResult
 from pipeline.skate.config import SandboxParams
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.templates import FAMILIES
@@ -177,7 +177,7 @@ def test_slots_are_claimed_across_processes() -> None:
     if os.geteuid() != 0:
         pytest.skip("slot uids are used when running as root")
     code = (
-        "import sys\nfrom pipeline.core.sandbox import Sandbox\nbox = Sandbox()\n"
+        "import sys\nfrom pipeline.core.sandbox.runner import Sandbox\nbox = Sandbox()\n"
         "print(box.run('print(1)').stdout.strip(), box._idle[0].uid, flush=True)\nsys.stdin.readline()\n"
         "print(box.run('print(2)').stdout.strip(), box.workers_started, flush=True)\n"
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.loopback import LoopbackServer
+from pipeline.testing.loopback import LoopbackServer
 from tests.test_reliability_support import (
     env,
     game_records,

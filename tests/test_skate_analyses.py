@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.schemas import read_table
 from pipeline.skate.analyses import kendall_tau
 from pipeline.skate.analysis_report import write_game_analyses, write_strategy_comparison
 from pipeline.skate.config import SkateParams

@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.params import ParamsError
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.artifacts.schemas import read_table
 from pipeline.skate.calibration import load_pairs
 from pipeline.skate.config import load_skate
 from pipeline.skate.schemas import SimilarityPairsSchema, ThresholdSweepSchema

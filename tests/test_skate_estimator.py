@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from aiohttp import web
 
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.schemas import read_table
 from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import Question, option_set
 from pipeline.skate.play import play_game

@@ -11,9 +11,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.llm import TokenLogprob
-from pipeline.core.params import ParamsError
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.artifacts.schemas import read_table
+from pipeline.core.models.gateway import TokenLogprob
 from pipeline.skate.config import STRATEGIES, SkateParams
 from pipeline.skate.mcq import letter_distribution
 from pipeline.skate.play import play_game

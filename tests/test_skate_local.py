@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.llm import Gateway
-from pipeline.core.players import MoveRequest, make_players
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.schemas import read_table
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import MoveRequest, make_players
 from pipeline.skate.config import AnsweringParams
 from pipeline.skate.mcq import Question, answer_exact, letter_distribution, option_set
 from pipeline.skate.parsing import LETTERS, parse_answer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.core.sandbox import Sandbox, SandboxLimits
+from pipeline.core.sandbox.runner import Sandbox, SandboxLimits
 from pipeline.skate.parsing import option_text, parse_answer, parse_question
 from pipeline.skate.verify import DISTRACTORS_NEEDED, verify_question
 

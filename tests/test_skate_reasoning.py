@@ -1,5 +1,5 @@
 """SKATE with models that give no log-probabilities, at the demo's params (exact mode), against the
-loopback server (pipeline/core/loopback.py) acting as a reasoning API: it refuses logprobs and a
+loopback server (pipeline/testing/loopback.py) acting as a reasoning API: it refuses logprobs and a
 temperature other than 1 and spends hidden reasoning tokens. A provider's refusal never fails the
 run: a model known to reason is sampled from the start (the schedule's choice), one whose refusal
 comes only at run time is sampled per question, and every other answerer stays exact."""
@@ -14,14 +14,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.loopback import LoopbackServer
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
 from pipeline.skate.config import SkateParams, load_skate
 from pipeline.skate.parsing import LETTERS
 from pipeline.skate.play import play_game
 from pipeline.skate.schedule import build_schedule
 from pipeline.skate.schemas import PCorrectSchema, SamplesSchema
 from pipeline.skate.templates import run_trusted
+from pipeline.testing.loopback import LoopbackServer
 from tests.conftest import models_params
 
 REPO = Path(__file__).resolve().parents[1]

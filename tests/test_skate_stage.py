@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema, SkateRatingsSchema
 from tests.conftest import write_roster
 from tests.test_roster_stage import run_snakemake

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.core.llm import Gateway
-from pipeline.core.players import make_players
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.schemas import read_table
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import make_players
 from pipeline.skate.config import AnsweringParams, SkateParams, load_skate
 from pipeline.skate.mcq import Question, answer_sampled, predictive_risk, should_stop
 from pipeline.skate.play import play_game

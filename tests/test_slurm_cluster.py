@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.roster import load_models
+from pipeline.core.models.roster import load_models
 from pipeline.whoisspy.config import load_whoisspy
 from pipeline.whoisspy.schedule import build_schedule
 from tests.slurm_cluster import Cluster, SlurmUnavailable, local_slurm, missing_reason

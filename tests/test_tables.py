@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.schemas import read_table, write_table
+from pipeline.core.artifacts.schemas import read_table, write_table
 from pipeline.whoisspy.schemas import VotesSchema
 
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.core.trueskill_settings import TrueSkillSettings, with_defaults
+from pipeline.core.rating.settings import TrueSkillSettings, with_defaults
 from pipeline.elimination.config import RatingSettings as EliminationRating
 from pipeline.skate.config import RankingParams as SkateRating
 from pipeline.whoisspy.config import RatingSettings as WhoIsSpyRating
 from pipeline.xent.config import RatingSettings as XentRating
 
-ROOMS = {"elimination": EliminationRating, "skate": SkateRating, "whoisspy": WhoIsSpyRating, "xent": XentRating}
+BENCHMARKS_BY_NAME = {"elimination": EliminationRating, "skate": SkateRating, "whoisspy": WhoIsSpyRating, "xent": XentRating}
 
 
-@pytest.mark.parametrize("room", sorted(ROOMS))
-def test_every_benchmark_rates_with_the_core_fields(room: str) -> None:
-    model = ROOMS[room]
+@pytest.mark.parametrize("bench", sorted(BENCHMARKS_BY_NAME))
+def test_every_benchmark_rates_with_the_core_fields(bench: str) -> None:
+    model = BENCHMARKS_BY_NAME[bench]
     assert issubclass(model, TrueSkillSettings)
     assert set(TrueSkillSettings.model_fields) <= set(model.model_fields)
     with pytest.raises(ValidationError, match="sigma"):

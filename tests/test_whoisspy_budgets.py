@@ -1,4 +1,4 @@
-"""Who is Spy's reply budgets belong to the model (pipeline.core.budgets): the paper sets no token
+"""Who is Spy's reply budgets belong to the model (pipeline.core.models.reply_budgets): the paper sets no token
 cap, so a reasoning model declared by its effort alone gets enough, and a reply the token limit
 empties (a user's reasoning cap below the provider's need) is recorded and counted per model."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import litellm
 import pytest
 
-from pipeline.core.budgets import DEFAULT_REASONING_TOKENS, DEFAULT_VISIBLE_TOKENS
-from pipeline.core.llm import Gateway
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS, DEFAULT_VISIBLE_TOKENS
 from pipeline.whoisspy.config import RatingSettings, ReplyParams, WhoIsSpyParams, load_whoisspy
 from pipeline.whoisspy.engine import run_game
 from pipeline.whoisspy.metrics import build_tables, leaderboard, metrics_json, rating_events, ratings, variants_table

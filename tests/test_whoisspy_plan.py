@@ -10,12 +10,13 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.budgets import DEFAULT_REASONING_TOKENS
-from pipeline.core.estimates import PlanContext
-from pipeline.core.plan import PlannedJob, TokenHistory, plan_table, price_per_token
-from pipeline.core.roster import load_models
+from pipeline.core.models.pricing import price_per_token
+from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS
+from pipeline.core.models.roster import load_models
+from pipeline.core.run.estimates import PlanContext
+from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.whoisspy.config import ReplyParams, RulesParams
-from pipeline.whoisspy.plan import ESTIMATORS, REASONED_VOTE_WORDS, VOTE_TOKENS, planned_moves, reasoning_seat
+from pipeline.whoisspy.estimators import ESTIMATORS, REASONED_VOTE_WORDS, VOTE_TOKENS, planned_moves, reasoning_seat
 
 ROSTER = [
     {"name": "gpt-4o", "model": "openai/gpt-4o"},  # priced by litellm's bundled map
@@ -34,7 +35,7 @@ def _context(root: Path, **params: Any) -> PlanContext:
 
 
 def _plan(context: PlanContext) -> tuple[list[Any], dict[str, dict[str, Any]]]:
-    from pipeline.whoisspy.plan import _schedule
+    from pipeline.whoisspy.estimators import _schedule
 
     _, games = _schedule(context)
     estimates = []

@@ -16,8 +16,8 @@ import litellm
 import polars as pl
 import pytest
 
-from pipeline.core.llm import Gateway
-from pipeline.core.players import register_bot
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import register_bot
 from pipeline.whoisspy.config import RulesParams
 from pipeline.whoisspy.engine import NO_DESCRIPTION, parse_vote, read_ballot, run_game
 from pipeline.whoisspy.fouls import says_word

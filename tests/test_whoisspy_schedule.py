@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.llm import Gateway
-from pipeline.core.params import ParamsError
-from pipeline.core.players import MoveRequest, make_players
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import MoveRequest, make_players
 from pipeline.whoisspy.bots import describe
 from pipeline.whoisspy.config import RatingSettings, WhoIsSpyParams, load_whoisspy
 from pipeline.whoisspy.engine import GAME, run_game
@@ -123,7 +123,7 @@ def test_the_paper_vote_parse_and_a_public_analysis_are_the_defaults() -> None:
 
 
 def test_the_shipped_params_schedule_the_demo() -> None:
-    from pipeline.core.roster import load_models
+    from pipeline.core.models.roster import load_models
 
     shipped = load_whoisspy(REPO / "params/whoisspy.yaml")
     games = build_schedule(shipped, load_models(REPO / "params/models.yaml"))
@@ -229,7 +229,7 @@ def test_metrics_tables_points_and_ratings(tmp_path: Path) -> None:
 
 def test_trueskill_rates_the_spy_against_the_civilian_team_once_per_game(tmp_path: Path) -> None:
     """The spec: team spy against team civilians, one update per game; pairwise is an option."""
-    from pipeline.core.rating import Pairwise, TeamMatch
+    from pipeline.core.rating.multipass import Pairwise, TeamMatch
 
     records = bot_records(tmp_path)
     tables = build_tables(records)

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.llm import Gateway
-from pipeline.core.schemas import CallsSchema, RatingsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, RatingsSchema, read_table
+from pipeline.core.models.gateway import Gateway
 from pipeline.whoisspy.config import ReplyParams, RulesParams
 from pipeline.whoisspy.engine import run_game
 from pipeline.whoisspy.schedule import make_spec

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from pipeline.cli import main
-from pipeline.core.params import ParamsError
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.params import ParamsError
+from pipeline.core.artifacts.schemas import read_table
 from pipeline.xent.mapset import import_benchmark, load_map_set
 from pipeline.xent.schemas import MovesSchema, ScoresSchema
 from pipeline.xent.stages import build_stage, load_schedule, play_stage, rescore_stage

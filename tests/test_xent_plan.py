@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.core.budgets import DEFAULT_REASONING_TOKENS, tokens_for_words
-from pipeline.core.estimates import PlanContext
-from pipeline.core.plan import PlannedJob, TokenHistory, plan_table
-from pipeline.core.schemas import CallsSchema, calls_frame, write_table
+from pipeline.core.artifacts.schemas import CallsSchema, calls_frame, write_table
+from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS, tokens_for_words
+from pipeline.core.run.estimates import PlanContext
+from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.xent.config import XentParams, load_xent
-from pipeline.xent.plan import MOVE_TAG_TOKENS, THOUGHT_WORDS, estimate_play, expected_visible, game_work
+from pipeline.xent.estimators import MOVE_TAG_TOKENS, THOUGHT_WORDS, estimate_play, expected_visible, game_work
 from pipeline.xent.schedule import build_schedule
 from tests.conftest import REPO, models_params, write_roster
 

@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.cli import main
-from pipeline.core.budgets import DEFAULT_VISIBLE_TOKENS
-from pipeline.core.llm import Gateway
-from pipeline.core.players import make_players
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import make_players
+from pipeline.core.models.reply_budgets import DEFAULT_VISIBLE_TOKENS
 from pipeline.xent.config import XentParams
 from pipeline.xent.games import library_names, load_game
 from pipeline.xent.maps import build_map_text

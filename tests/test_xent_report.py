@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.core.schemas import read_table
+from pipeline.core.artifacts.schemas import read_table
 from pipeline.xent.report import metrics_dict, round_table, score_table
 from pipeline.xent.schemas import ScoresSchema
 
@@ -78,7 +78,7 @@ def test_headline_is_the_mean_of_per_game_means_and_the_pooled_mean_keeps_its_ow
 
 
 def test_scores_table_validates(tmp_path: Path) -> None:
-    from pipeline.core.schemas import write_table
+    from pipeline.core.artifacts.schemas import write_table
 
     scores = score_table(rounds_from(ROWS))
     write_table(tmp_path / "scores.parquet", scores, ScoresSchema, sort_by=["game", "map_id", "model"])
@@ -128,9 +128,9 @@ def test_a_reply_the_token_limit_emptied_is_counted_in_metrics(tmp_path: Path, m
 
     import yaml
 
-    from pipeline.core.budgets import empty_at_limit_counts
-    from pipeline.core.loopback import LoopbackServer
-    from pipeline.core.schemas import CallsSchema
+    from pipeline.core.artifacts.schemas import CallsSchema
+    from pipeline.core.models.reply_budgets import empty_at_limit_counts
+    from pipeline.testing.loopback import LoopbackServer
     from pipeline.xent.report import write_rate
     from pipeline.xent.stages import build_stage, load_schedule, play_stage, rescore_stage
 

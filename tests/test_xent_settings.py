@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pipeline.cli import main
-from pipeline.core.params import ParamsError
+from pipeline.core.artifacts.params import ParamsError
 from pipeline.xent.config import load_xent
 from pipeline.xent.mapset import import_benchmark, load_map_set
 from pipeline.xent.presentations import GENERIC, PRESENTATIONS, has_own_text

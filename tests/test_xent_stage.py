@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.llm import Gateway
-from pipeline.core.players import make_players
-from pipeline.core.schemas import CallsSchema, read_table
+from pipeline.core.artifacts.schemas import CallsSchema, read_table
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import make_players
 from pipeline.xent.games import load_game_text
 from pipeline.xent.maps import build_map_text
 from pipeline.xent.play import PlaySettings, play_map
@@ -133,7 +133,7 @@ reward(xed(s | x1))
 
 
 def test_one_map_with_the_real_local_model_as_player_and_judge(tmp_path: Path) -> None:
-    from pipeline.core.judge import load_judge
+    from pipeline.core.judge.scoring import load_judge
 
     judge = load_judge()
     game = load_game_text(GAME, "condense-short")

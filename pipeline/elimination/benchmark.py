@@ -3,7 +3,7 @@ and a jury (docs/elimination.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.registry import Benchmark
+from pipeline.core.run import Benchmark
 from pipeline.elimination.replay import replays
 from pipeline.elimination.schemas import (
     EliminationsSchema,
@@ -40,5 +40,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("games", "wins", "avg_points"),
     order=30,
-    estimators="pipeline.elimination.plan",
+    estimators="pipeline.elimination.estimators",
 )

@@ -1,7 +1,7 @@
 """The Elimination Game's heuristic bot: loyal to its first private partner, votes with the table.
 
 It reads only `request.state`, the same facts its prompt holds (public talk, announced votes, its
-own private talk and partners). The generic `random` bot (pipeline.core.players) also plays here:
+own private talk and partners). The generic `random` bot (pipeline.core.models.players) also plays here:
 it picks uniformly among `request.choices` and says filler words.
 """
 
@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+from pipeline.core.models import BotPolicy, MoveRequest, register_bot
 
 _LABEL = re.compile(r"\bP(\d+)\b")
 

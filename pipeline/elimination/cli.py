@@ -1,4 +1,4 @@
-"""`python -m pipeline elimination schedule | play | rate | report | import` (verbs: pipeline/core/verbs.py)."""
+"""`python -m pipeline elimination schedule | play | rate | report | import` (verbs: pipeline/core/run/verbs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from pipeline.core.verbs import say
+from pipeline.core.run import say
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
@@ -25,11 +25,10 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-    """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
-    from pipeline.core.params import ParamsError
-    from pipeline.core.roster import load_models
-    from pipeline.core.shards import ShardGame, game_done, run_shard
-    from pipeline.core.verbs import job_ids
+    """One scheduled game, or several on one event loop (API games; see pipeline.core.run.shards)."""
+    from pipeline.core.artifacts import ParamsError
+    from pipeline.core.models import load_models
+    from pipeline.core.run import ShardGame, game_done, job_ids, run_shard
     from pipeline.elimination.config import load_elimination_params
     from pipeline.elimination.engine import GameSpec, game_spec, play_game, run_game
     from pipeline.elimination.schedule import build_schedule
@@ -71,7 +70,7 @@ def _print_board(board, show: int) -> None:  # board: the leaderboard frame
               f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
     unsettled = board.filter(~board["settled"])
     if unsettled.height:
-        # the rank interval of an unsettled model is the whole field (pipeline.core.rating.interval_settled)
+        # the rank interval of an unsettled model is the whole field (pipeline.core.rating.multipass.interval_settled)
         low, high = unsettled["rated_games"].min(), unsettled["rated_games"].max()
         games = f"{low}" if low == high else f"{low} to {high}"
         print(f"rankings not settled for {unsettled.height} of {board.height} model(s): their rank interval is "
@@ -132,17 +131,17 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.verbs import BenchmarkCommands
+    from pipeline.core.run import BenchmarkCommands
 
-    room = BenchmarkCommands(commands, "elimination", "Elimination Game: eight seats, talk, votes and a jury")
-    room.schedule(_cmd_schedule, "list the scheduled games (id and who sits where)")
-    room.play(_cmd_play, "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
+    bench = BenchmarkCommands(commands, "elimination", "Elimination Game: eight seats, talk, votes and a jury")
+    bench.schedule(_cmd_schedule, "list the scheduled games (id and who sits where)")
+    bench.play(_cmd_play, "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
               out="results/elimination/games", out_help="the games folder")
-    room.rate(_cmd_rate, "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
+    bench.rate(_cmd_rate, "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
               games="results/elimination/games")
-    room.report(_cmd_report, "plots from the rated tables")
+    bench.report(_cmd_report, "plots from the rated tables")
 
-    imp = room.extra("import", "read game logs (ours or the original benchmark's), rate, write tables and plots",
+    imp = bench.extra("import", "read game logs (ours or the original benchmark's), rate, write tables and plots",
                      _cmd_import, inputs=False, writes=False)
     imp.add_argument("paths", nargs="*", metavar="DIR", help="directories (searched recursively for *.jsonl) or files")
     imp.add_argument("--out", required=True, help="output directory (leaderboard.csv, tables/, plots/, ...)")
@@ -162,4 +161,4 @@ def register(commands: argparse._SubParsersAction) -> None:
     imp.add_argument("--show", type=int, default=20, help="leaderboard rows to print")
     imp.add_argument("--json", action="store_true", help="print the import report and timings as JSON")
     imp.set_defaults(func=_cmd_import)
-    room.check()
+    bench.check()

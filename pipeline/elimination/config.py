@@ -8,11 +8,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.core.budgets import GameBudgets
-from pipeline.core.params import ParamsError, load_params, roster_hint
-from pipeline.core.params import StrictParams as Strict
-from pipeline.core.roster import ModelsParams
-from pipeline.core.trueskill_settings import with_defaults
+from pipeline.core.artifacts import ParamsError, load_params, roster_hint
+from pipeline.core.artifacts.params import StrictParams as Strict
+from pipeline.core.models import GameBudgets, ModelsParams
+from pipeline.core.rating import with_defaults
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
@@ -43,7 +42,7 @@ class WordLimits(Strict):
 class ReplyTokens(GameBudgets):
     """The game's visible reply budget (max_tokens) per kind of move. The original sets none: its
     prompts state word limits and cap nothing, so every field defaults to null, and each model's
-    roster entry decides what it sends (pipeline.core.budgets: its own `move_max_tokens`, else its
+    roster entry decides what it sends (pipeline.core.models.reply_budgets: its own `move_max_tokens`, else its
     `max_tokens`, else 4096 visible tokens, plus a reasoning model's allowance). An integer caps
     that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""
 

@@ -37,11 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.io import seed_from
-from pipeline.core.llm import Gateway
-from pipeline.core.players import MoveRequest, Player, make_players
-from pipeline.core.roster import ModelsParams
+from pipeline.core.artifacts import seed_from
+from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, gather_moves, make_players
 from pipeline.elimination import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.elimination import prompts, records
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, ReplyTokens, WordLimits

@@ -13,8 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.io import atomic_open, write_json_atomic
-from pipeline.core.schemas import CallsSchema, TableError, read_table, write_table
+from pipeline.core.artifacts import CallsSchema, TableError, atomic_open, read_table, write_json_atomic, write_table
 from pipeline.elimination import metrics as metric_tables
 from pipeline.elimination.config import RatingSettings
 from pipeline.elimination.ratings import leaderboard, rate
@@ -56,7 +55,7 @@ def collect_calls(paths: Iterable[str | Path]) -> pl.DataFrame:
             except TableError:
                 continue  # reported by the game's own stage; the ratings do not need it
     if not frames:
-        from pipeline.core.schemas import calls_frame
+        from pipeline.core.artifacts import calls_frame
 
         return calls_frame([])
     return pl.concat(frames, how="vertical")
@@ -125,7 +124,7 @@ def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
 def check_import_paths(paths: Sequence[str | Path]) -> list[Path]:
     """The game logs `import` reads from `paths`; an InputError naming the path and the fix when
     none is given, one does not exist, or none holds a log (an empty leaderboard is no result)."""
-    from pipeline.core.params import InputError
+    from pipeline.core.artifacts import InputError
     from pipeline.elimination.reader import find_logs
 
     what = "directories of game logs (*.jsonl, searched recursively) or log files"
@@ -156,7 +155,7 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
     for skipped in corpus.skipped:
         say(f"  skipped {skipped['file']}: {skipped['error']}")
     if require_games and not corpus.games:
-        from pipeline.core.params import InputError
+        from pipeline.core.artifacts import InputError
 
         raise InputError(f"elimination import: none of the {corpus.files} file(s) under {', '.join(map(str, paths))} "
                          "is a readable game log (the reasons are above); nothing was written")

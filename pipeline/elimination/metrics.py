@@ -182,7 +182,7 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
 
 
 def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:
-    """The keys every room's metrics.json shares (see the rating contract)."""
+    """The keys every benchmark's metrics.json shares (see the rating contract)."""
     return {
         "trueskill_mu": row["mu"], "trueskill_sigma": row["sigma"], "trueskill_mu_lo": row["mu_lo"],
         "trueskill_mu_hi": row["mu_hi"], "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"],

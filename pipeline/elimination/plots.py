@@ -9,7 +9,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.core.plots import FORMATS, save_chart
+from pipeline.core.artifacts import FORMATS, save_chart
 
 # the original's charts (its definitions), then our variants under their own names
 PLOT_NAMES = (

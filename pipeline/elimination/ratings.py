@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from pipeline.core.io import seed_from
-from pipeline.core.rating import FreeForAll, RatingParams, pass_ratings, rating_summary
+from pipeline.core.artifacts import seed_from
+from pipeline.core.rating.multipass import FreeForAll, RatingParams, pass_ratings, rating_summary
 from pipeline.elimination.config import RatingSettings
 
 

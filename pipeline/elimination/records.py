@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import atomic_open
+from pipeline.core.artifacts import atomic_open
 
 # conversation subrounds
 PUBLIC_SUBROUND = 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.core.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import GamePage, ReplaySet, by_game, num, safe_key, seat_order
+from pipeline.core.artifacts.results import BenchmarkResults
 
 TABLES = {
     "games": ["game_id", "rounds", "winner_seat", "winner_model"],
@@ -70,8 +70,8 @@ def build_round(number: int, messages: list[dict], votes: list[dict], pairs: lis
     }
 
 
-def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
-    tables = {name: room.table(f"tables/{name}.parquet", columns) for name, columns in TABLES.items()}
+def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
+    tables = {name: bench.table(f"tables/{name}.parquet", columns) for name, columns in TABLES.items()}
     if tables["games"] is None or tables["seats"] is None:
         return None
     grouped = {name: by_game(frame) for name, frame in tables.items()}

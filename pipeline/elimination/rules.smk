@@ -3,10 +3,10 @@
 import json as _elimination_json
 import sys
 
-from pipeline.core.params import ParamsError as _EliminationParamsError
-from pipeline.core.progress import announce_games as _elimination_announce
-from pipeline.core.shards import jobs_for_games as _elimination_jobs
-from pipeline.core.workflow import code_fingerprint as _elimination_code
+from pipeline.core.artifacts.params import ParamsError as _EliminationParamsError
+from pipeline.core.artifacts.progress import announce_games as _elimination_announce
+from pipeline.core.run.shards import jobs_for_games as _elimination_jobs
+from pipeline.core.run.workflow import code_fingerprint as _elimination_code
 from pipeline.elimination.config import load_elimination_params as _elimination_params
 from pipeline.elimination.schedule import schedule_from_files as _elimination_schedule
 from pipeline.elimination.schedule import uses_local_model as _elimination_uses_local
@@ -25,12 +25,12 @@ try:
     ELIMINATION_ERROR = None
 except _EliminationParamsError as _exc:
     # the names of valid params that resolve to nothing (the Snakefile stopped on invalid ones): other
-    # rooms' targets still work; building the DAG of this room's stops with the problem (the guard)
+    # benchmarks' targets still work; building the DAG of this benchmark's stops with the problem (the guard)
     ELIMINATION_GAMES, ELIMINATION_RATING, ELIMINATION_ERROR = {}, "", str(_exc)
     PARAMS_PROBLEMS.setdefault("elimination", ELIMINATION_ERROR)
     print(f"elimination: no games scheduled ({ELIMINATION_ERROR.splitlines()[0]}); its targets fail until this "
           "is fixed", file=sys.stderr)
-# API games are played many per job by shard jobs (pipeline/core/shards.py); the rest one job each
+# API games are played many per job by shard jobs (pipeline/core/run/shards.py); the rest one job each
 ELIMINATION_SOLO, ELIMINATION_SHARDS = _elimination_jobs(
     {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, ELIMINATION_MODELS)
 _elimination_announce("elimination", [f"{ELIMINATION_DIR}/games/{g}/calls.parquet" for g in ELIMINATION_GAMES])

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import canonical_json, content_id, seed_from
-from pipeline.core.roster import ModelsParams, RosterEntry, load_models
+from pipeline.core.artifacts import canonical_json, content_id, seed_from
+from pipeline.core.models import ModelsParams, RosterEntry, load_models
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, load_elimination_params
 
 BENCHMARK = "elimination"  # the prefix of a roster entry's per-move budgets for this game

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import StrictTable
+from pipeline.core.artifacts import StrictTable
 
 PHASES = ["vote", "revote", "jury"]
 MESSAGE_KINDS = ["public", "tiebreak", "plea", "private"]
@@ -124,7 +124,7 @@ class MemoryNotesSchema(StrictTable):
 class LeaderboardSchema(StrictTable):
     """Multi-pass TrueSkill per model, sorted by mu; intervals from a bootstrap over games
     (rank_lo..rank_hi: the 95% interval of the rank; the whole field 1..models when not `settled`:
-    no bootstrap, or too few games or resamples, pipeline.core.rating.interval_settled)."""
+    no bootstrap, or too few games or resamples, pipeline.core.rating.multipass.interval_settled)."""
 
     rank: int = pa.Field(ge=1)
     rank_lo: int = pa.Field(ge=1)

@@ -1,2 +1,2 @@
-"""The leaderboard room: combine every benchmark's ratings, publish a versioned leaderboard and a
+"""The leaderboard benchmark: combine every benchmark's ratings, publish a versioned leaderboard and a
 static replay site, and compare leaderboard versions (`diff`) and roster entries (`compare`)."""

@@ -11,14 +11,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.core.io import write_json_atomic, write_text_atomic
-from pipeline.core.registry import benchmark
+from pipeline.core.artifacts import write_json_atomic, write_text_atomic
+from pipeline.core.run import benchmark
 from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys
 from pipeline.leaderboard.markdown import render_markdown
 from pipeline.leaderboard.notes import load_releases
 from pipeline.leaderboard.site import BenchmarkSite, build_site
-from pipeline.leaderboard.sources import load_rooms
+from pipeline.leaderboard.sources import load_benchmark_results
 from pipeline.leaderboard.stamp import Stamp, git_commit
 
 
@@ -51,18 +51,18 @@ def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
 
 def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Built:
     started = time.perf_counter()
-    rooms = load_rooms(results, params.benchmarks)
-    boards = [benchmark_board(name, room.metrics or {}, headline_keys(params, name), params.interval_z)
-              for name, room in rooms.items()]
+    benchmark_names = load_benchmark_results(results, params.benchmarks)
+    boards = [benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
+              for name, bench in benchmark_names.items()]
     combined = combine(boards)
     benches = []
     if site:
         for board in boards:
-            room = rooms[board.name]
+            bench = benchmark_names[board.name]
             build = benchmark(board.name).replays
-            replays = build(room, params.site.max_games) if build is not None else None
-            benches.append(BenchmarkSite(board, replays, room.plot_files()))
-    inputs = {path: digest for room in rooms.values() for path, digest in room.hashes.items()}
+            replays = build(bench, params.site.max_games) if build is not None else None
+            benches.append(BenchmarkSite(board, replays, bench.plot_files()))
+    inputs = {path: digest for bench in benchmark_names.values() for path, digest in bench.hashes.items()}
     stamp = Stamp(params.version, git_commit(workspace), inputs)
     flat = flat_leaderboard(boards, combined)
     version = {**stamp.as_dict(), "benchmarks": [b.name for b in boards],

@@ -7,7 +7,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.core.plots import save_chart
+from pipeline.core.artifacts import save_chart
 from pipeline.leaderboard.combine import BenchmarkBoard, CombinedEntry
 
 FORMATS = ("html", "svg")  # the page shows the SVG, links the interactive HTML (Vega inlined)

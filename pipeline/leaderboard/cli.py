@@ -1,4 +1,4 @@
-"""Commands of the leaderboard room: `leaderboard` (build), `publish` (a version: commit, tag, push),
+"""Commands of the leaderboard benchmark: `leaderboard` (build), `publish` (a version: commit, tag, push),
 `site TAG`, `diff REV_A [REV_B]`, `compare MODEL_A MODEL_B`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     params = load_leaderboard_params(args.params)
     if not Path(args.results).is_dir():
-        from pipeline.core.params import InputError
+        from pipeline.core.artifacts import InputError
 
         raise InputError(f"leaderboard: --results {args.results} is no directory; name the folder holding "
                          "results/<benchmark>/ (default: results, written by the benchmarks' stages)")

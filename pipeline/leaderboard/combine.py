@@ -5,7 +5,7 @@ Otherwise they are derived from rating intervals (bootstrap `mu_lo/mu_hi`, else
 mu +/- z * sigma): a model's best possible rank counts only the models whose whole interval lies
 above its own; its worst counts every model not wholly below it.
 
-Honest uncertainty: an interval counts only when `pipeline.core.rating.interval_settled` says
+Honest uncertainty: an interval counts only when `pipeline.core.rating.multipass.interval_settled` says
 so, from the evidence each metrics.json gives (`trueskill_games`, else `games`, and
 `trueskill_resamples`): a bootstrap of at least MIN_SETTLED_RESAMPLES resamples over at least
 MIN_SETTLED_GAMES games per model. Otherwise (no bootstrap, a few games, unknown evidence) the
@@ -26,14 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core.rating import (
-    MIN_SETTLED_GAMES,
-    MIN_SETTLED_RESAMPLES,
-    evidence_text,
-    interval_settled,
-    resamples_text,
-    settled_rank_interval,
-)
+from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
+from pipeline.core.rating.multipass import evidence_text, interval_settled, resamples_text, settled_rank_interval
 
 DIGITS = 4
 
@@ -340,7 +334,7 @@ def mu_text(rating: Rating, digits: int = 2) -> str:
 
 def rank_text(rank: int, lo: int, hi: int, settled: bool = True) -> str:
     """'3' when certain, else '3 (2–5)'; ' unsettled' follows when the interval is not settled
-    (it is then the whole field: see `pipeline.core.rating.interval_settled`)."""
+    (it is then the whole field: see `pipeline.core.rating.multipass.interval_settled`)."""
     text = str(rank) if lo == hi else f"{rank} ({lo}–{hi})"
     return text if settled else f"{text} unsettled"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.io import write_text_atomic
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import write_text_atomic
+from pipeline.core.artifacts.results import BenchmarkResults
 from pipeline.leaderboard.combine import (
     SETTLED_RULE,
     BenchmarkBoard,
@@ -25,12 +25,12 @@ from pipeline.leaderboard.combine import (
 )
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
 from pipeline.leaderboard.report import Report
-from pipeline.leaderboard.sources import load_rooms
+from pipeline.leaderboard.sources import load_benchmark_results
 
 
 def rating_cell(r: Rating | None) -> str:
     """mu [interval], rank (interval); an unsettled rating shows no mu interval and the whole field
-    as its rank interval, marked (pipeline.core.rating.interval_settled); the verdict says why."""
+    as its rank interval, marked (pipeline.core.rating.multipass.interval_settled); the verdict says why."""
     if r is None:
         return "–"
     return f"{mu_text(r)}, rank {rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled)}"
@@ -48,8 +48,8 @@ def head_to_head(per_game: pl.DataFrame, a: str, b: str, better: str) -> tuple[i
     return wide.height, int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
 
 
-def elimination_h2h(room: RoomInputs, a: str, b: str) -> tuple[int, int, int, int] | None:
-    ranks = room.table("tables/final_ranks.parquet", ["game_id", "model", "rank"])
+def elimination_h2h(bench: BenchmarkResults, a: str, b: str) -> tuple[int, int, int, int] | None:
+    ranks = bench.table("tables/final_ranks.parquet", ["game_id", "model", "rank"])
     if ranks is None:
         return None
     # a model with several seats in a game counts by its best-placed seat
@@ -57,16 +57,16 @@ def elimination_h2h(room: RoomInputs, a: str, b: str) -> tuple[int, int, int, in
     return head_to_head(best, a, b, "low")
 
 
-def whoisspy_h2h(room: RoomInputs, a: str, b: str) -> tuple[int, int, int, int] | None:
-    seats = room.table("seats.parquet", ["game_id", "model", "score"])
+def whoisspy_h2h(bench: BenchmarkResults, a: str, b: str) -> tuple[int, int, int, int] | None:
+    seats = bench.table("seats.parquet", ["game_id", "model", "score"])
     if seats is None:
         return None
     mean = seats.group_by("game_id", "model").agg(pl.col("score").mean().cast(pl.Float64).alias("value"))
     return head_to_head(mean, a, b, "high")
 
 
-def skate_gaps(room: RoomInputs, a: str, b: str, top: int) -> list[list[object]]:
-    pc = room.table("pcorrect.parquet", ["question_id", "setter", "answerer", "p_correct"])
+def skate_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[object]]:
+    pc = bench.table("pcorrect.parquet", ["question_id", "setter", "answerer", "p_correct"])
     if pc is None:
         return []
     wide = (pc.filter(pl.col("answerer").is_in([a, b]))
@@ -74,7 +74,7 @@ def skate_gaps(room: RoomInputs, a: str, b: str, top: int) -> list[list[object]]
     if a not in wide.columns or b not in wide.columns:
         return []
     wide = wide.drop_nulls([a, b]).with_columns((pl.col(a) - pl.col(b)).alias("gap"))
-    questions = room.table("questions.parquet", ["question_id", "description"])
+    questions = bench.table("questions.parquet", ["question_id", "description"])
     if questions is not None:
         wide = wide.join(questions.drop_nulls("question_id").unique("question_id"), on="question_id", how="left")
     else:
@@ -84,8 +84,8 @@ def skate_gaps(room: RoomInputs, a: str, b: str, top: int) -> list[list[object]]
              f"{r['gap']:+.3f}"] for r in wide.iter_rows(named=True)]
 
 
-def xent_gaps(room: RoomInputs, a: str, b: str, top: int) -> list[list[object]]:
-    scores = room.table("scores.parquet", ["game", "map_id", "model", "map_score", "normalized_score"])
+def xent_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[object]]:
+    scores = bench.table("scores.parquet", ["game", "map_id", "model", "map_score", "normalized_score"])
     if scores is None:
         return []
     wide = scores.filter(pl.col("model").is_in([a, b])).pivot(
@@ -102,9 +102,9 @@ def models_seen(boards: list[BenchmarkBoard]) -> set[str]:
 
 
 def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> Report:
-    rooms = load_rooms(results, params.benchmarks)
-    boards = [benchmark_board(name, room.metrics or {}, headline_keys(params, name), params.interval_z)
-              for name, room in rooms.items()]
+    benches = load_benchmark_results(results, params.benchmarks)
+    boards = [benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
+              for name, bench in benches.items()]
     known = models_seen(boards)
     missing = [m for m in (a, b) if m not in known]
     if missing:
@@ -135,20 +135,20 @@ def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> 
     report.paragraph("elimination: the better final rank (best seat); whoisspy: the higher game score.")
     h2h_rows = []
     for name, reader in (("elimination", elimination_h2h), ("whoisspy", whoisspy_h2h)):
-        if name in rooms and (record := reader(rooms[name], a, b)) is not None:
+        if name in benches and (record := reader(benches[name], a, b)) is not None:
             shared, ahead_a, ahead_b, even = record
             h2h_rows.append([name, shared, ahead_a, ahead_b, even])
     report.table(["benchmark", "shared games", f"{a} ahead", f"{b} ahead", "even"], h2h_rows)
 
-    if "skate" in rooms:
+    if "skate" in benches:
         report.heading("SKATE questions where p(correct) differs most")
         report.table(["question", "setter", "question text", f"p {a}", f"p {b}", "gap"],
-                     skate_gaps(rooms["skate"], a, b, params.compare.top_questions),
+                     skate_gaps(benches["skate"], a, b, params.compare.top_questions),
                      empty="(no question answered by both)")
-    if "xent" in rooms:
+    if "xent" in benches:
         report.heading("xent maps with the largest gaps")
         report.table(["game", "map", f"{a} (bits)", f"{b} (bits)", "gap"],
-                     xent_gaps(rooms["xent"], a, b, params.compare.top_maps), empty="(no map played by both)")
+                     xent_gaps(benches["xent"], a, b, params.compare.top_maps), empty="(no map played by both)")
     return report
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from pipeline.core.params import StrictParams, did_you_mean, load_params
-from pipeline.core.registry import benchmark
-from pipeline.core.registry import names as benchmark_names
+from pipeline.core.artifacts import StrictParams, did_you_mean, load_params
+from pipeline.core.run import benchmark
+from pipeline.core.run.registry import names as benchmark_names
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
 

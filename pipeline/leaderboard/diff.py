@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import write_text_atomic
+from pipeline.core.artifacts import write_text_atomic
 from pipeline.leaderboard.report import Report
 
 Board = dict[str, dict[str, float]]

@@ -38,7 +38,7 @@ HOW_TO_READ = f"""\
   below allow).
 - **not separable from**: models whose rank intervals overlap this model's: the data do not order them.
 - **unsettled**: a rank interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples over at
-  least {MIN_SETTLED_GAMES} games per model (pipeline/core/rating.py, `interval_settled`). Below that (no bootstrap,
+  least {MIN_SETTLED_GAMES} games per model (pipeline/core/rating/multipass.py, `interval_settled`). Below that (no bootstrap,
   a few games) the rank interval is the whole field, the mu interval is not shown, and the model is
   separable from no one. A combined rank is unsettled when a benchmark rank behind it is.
   **games**: the games behind the model's rating.

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.core.io import write_json_atomic, write_text_atomic
+from pipeline.core.artifacts import write_json_atomic, write_text_atomic
 from pipeline.leaderboard.build import build_leaderboard
 from pipeline.leaderboard.config import load_leaderboard_params
 from pipeline.leaderboard.diff import DiffError, Version, load_version
@@ -148,7 +148,7 @@ def scan_for_secrets(paths: list[Path], secrets: dict[str, str], root: Path) -> 
 
 
 def roster_key_names(params_dir: Path) -> list[str]:
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
 
     path = params_dir / "models.yaml"
     roster = load_models(path).roster if path.exists() else []
@@ -156,7 +156,7 @@ def roster_key_names(params_dir: Path) -> list[str]:
 
 
 def response_cache_dir(repo: Repo, params_dir: Path) -> Path:
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
 
     settings = load_models(params_dir / "models.yaml").gateway
     folder = (repo.root / settings.cache_dir).resolve()

@@ -1,6 +1,6 @@
 # Leaderboard: combine the benchmarks into results/leaderboard/ (leaderboard.json, leaderboard.md,
 # version.json, site/). Included last by the Snakefile, so ALL_TARGETS already lists every other
-# room's outputs: the benchmarks' files among them are this rule's inputs (a room that is absent
+# benchmark's outputs: the benchmarks' files among them are this rule's inputs (a benchmark that is absent
 # simply adds none), and a change to any of them re-publishes.
 from pipeline.leaderboard.workflow import leaderboard_code, leaderboard_inputs, published_releases
 
@@ -9,7 +9,7 @@ LEADERBOARD_DIR = "results/leaderboard"
 
 rule leaderboard_build:
     input:
-        rooms=leaderboard_inputs(ALL_TARGETS, BENCHMARKS, workflow.rules),
+        benchmarks=leaderboard_inputs(ALL_TARGETS, BENCHMARKS, workflow.rules),
         params=f"{PARAMS_DIR}/leaderboard.yaml",
         releases=published_releases(LEADERBOARD_DIR),
     output:

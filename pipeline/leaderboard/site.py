@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import write_json_atomic, write_text_atomic
-from pipeline.core.replay import ReplaySet
+from pipeline.core.artifacts import ReplaySet, write_json_atomic, write_text_atomic
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
 from pipeline.leaderboard.combine import (
     BenchmarkBoard,
@@ -33,7 +32,7 @@ from pipeline.leaderboard.templates import render, render_source
 class BenchmarkSite:
     board: BenchmarkBoard
     replays: ReplaySet | None
-    plots: list[Path]  # the room's own plots (svg + html), copied
+    plots: list[Path]  # the benchmark's own plots (svg + html), copied
 
 
 def write(path: Path, text: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id
+from pipeline.core.artifacts import content_id
 
 
 def git_commit(root: Path) -> str | None:

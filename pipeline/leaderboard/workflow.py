@@ -1,4 +1,4 @@
-"""What the leaderboard's rule needs at parse time: its inputs among the other rooms' targets, and a
+"""What the leaderboard's rule needs at parse time: its inputs among the other benchmarks' targets, and a
 fingerprint of the code behind it."""
 
 from __future__ import annotations
@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pipeline.leaderboard as leaderboard_package
-from pipeline.core.io import content_id
-from pipeline.core.registry import Benchmark
+from pipeline.core.artifacts import content_id
+from pipeline.core.run import Benchmark
 
 
 def leaderboard_inputs(targets: Iterable[Any], benchmarks: Sequence[Benchmark], rules: Iterable[Any]) -> list[str]:
     """Every registered benchmark's file among the workflow's targets, plus the tables the replays
     read where a rule makes them (they may be intermediate outputs, not final targets)."""
-    rooms = tuple(b.name for b in benchmarks)
+    benches = tuple(b.name for b in benchmarks)
     found = set()
     for target in targets:
         for item in target if isinstance(target, (list, tuple)) else [target]:
             path = str(item)
-            if any(path.startswith(f"results/{room}/") for room in rooms):
+            if any(path.startswith(f"results/{name}/") for name in benches):
                 found.add(path)
     wanted = {f"{b.results}/{name}" for b in benchmarks for name in ("metrics.json", *b.tables)}
     for rule in rules:

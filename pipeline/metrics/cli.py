@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
-    from pipeline.core.params import ParamsError
+    from pipeline.core.artifacts import ParamsError
     from pipeline.metrics.view import read_metrics, render
 
     root = Path(args.root)

@@ -13,14 +13,20 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.batch import run_job
-from pipeline.core.budgets import describe
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.io import seed_from, write_json_atomic
-from pipeline.core.llm import BudgetExceeded, Gateway, GatewayError
-from pipeline.core.players import MoveRequest, is_generic_bot, make_player
-from pipeline.core.roster import ModelsParams, RosterEntry
-from pipeline.core.schemas import RosterCheckSchema, write_table
+from pipeline.core.artifacts import RosterCheckSchema, seed_from, write_json_atomic, write_table
+from pipeline.core.models import (
+    BudgetExceeded,
+    Gateway,
+    GatewayError,
+    ModelsParams,
+    MoveRequest,
+    RosterEntry,
+    describe,
+    gather_moves,
+    is_generic_bot,
+    make_player,
+    run_job,
+)
 
 JOB = "roster"
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 
 def _cmd_roster_check(args: argparse.Namespace) -> int:
-    from pipeline.core.llm import Gateway
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import Gateway, load_models
     from pipeline.roster.check import JOB, run_roster_check
 
     models = load_models(args.params)

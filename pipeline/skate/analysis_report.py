@@ -9,9 +9,7 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from pipeline.core.io import write_json_atomic
-from pipeline.core.plots import save_chart
-from pipeline.core.schemas import read_table, write_table
+from pipeline.core.artifacts import read_table, save_chart, write_json_atomic, write_table
 from pipeline.skate.analyses import (
     answer_only_table,
     kendall_tau,

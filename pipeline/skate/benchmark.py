@@ -3,7 +3,7 @@ for each other and answer them (docs/skate.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.registry import Benchmark
+from pipeline.core.run import Benchmark
 from pipeline.skate.replay import replays
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema
 
@@ -35,5 +35,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("p_correct_mean", "questions_answered"),
     order=10,
-    estimators="pipeline.skate.plan",
+    estimators="pipeline.skate.estimators",
 )

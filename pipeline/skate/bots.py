@@ -21,8 +21,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.core.llm import TokenLogprob
-from pipeline.core.players import BotPolicy, BotReply, MoveRequest, register_bot
+from pipeline.core.models import BotPolicy, BotReply, MoveRequest, TokenLogprob, register_bot
 from pipeline.skate.parsing import LETTERS
 from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
 

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 import yaml
 
-from pipeline.core.params import ParamsError
+from pipeline.core.artifacts import ParamsError
 
 DEFAULT_PAIRS = Path(__file__).parent / "data" / "similarity_pairs.yaml"
 LABELS = ("same", "different")
@@ -145,9 +145,7 @@ def calibration_chart(similarities: pl.DataFrame, table: pl.DataFrame, chosen: f
 def write_calibration(pairs_path: str | Path, out: str | Path) -> dict[str, Any]:
     """Tables, chart and the chosen threshold under `out` (pairs.parquet, thresholds.parquet,
     chosen.json, threshold_calibration.{html,png,svg})."""
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.plots import save_chart
-    from pipeline.core.schemas import write_table
+    from pipeline.core.artifacts import save_chart, write_json_atomic, write_table
     from pipeline.skate.schemas import SimilarityPairsSchema, ThresholdSweepSchema
 
     out = Path(out)

@@ -1,4 +1,4 @@
-"""`python -m pipeline skate schedule | play | rate | report` and SKATE's own verbs (pipeline/core/verbs.py)."""
+"""`python -m pipeline skate schedule | play | rate | report` and SKATE's own verbs (pipeline/core/run/verbs.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ DEFAULT_OUT = "results/skate"
 
 
 def _load(args: argparse.Namespace):  # -> (SkateParams, ModelsParams, Schedule)
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
     from pipeline.skate.config import load_skate
     from pipeline.skate.schedule import build_schedule
 
@@ -22,7 +22,7 @@ def _load(args: argparse.Namespace):  # -> (SkateParams, ModelsParams, Schedule)
 
 
 def _sandbox(params):  # -> Sandbox
-    from pipeline.core.params import ParamsError
+    from pipeline.core.artifacts import ParamsError
     from pipeline.core.sandbox import Sandbox, SandboxUnavailable
 
     try:
@@ -32,7 +32,7 @@ def _sandbox(params):  # -> Sandbox
 
 
 def _play_generate(args: argparse.Namespace, loaded, job_id: str) -> None:
-    from pipeline.core.llm import Gateway
+    from pipeline.core.models import Gateway
     from pipeline.skate.engine import run_generate, write_generate
 
     params, models, schedule = loaded
@@ -55,14 +55,13 @@ def _play_round(args: argparse.Namespace, loaded, job_id: str) -> None:
 
 
 def _play_answer(args: argparse.Namespace, loaded, job_id: str) -> None:
-    from pipeline.core.batch import run_job
-    from pipeline.core.llm import Gateway
+    from pipeline.core.models import Gateway, run_job
     from pipeline.skate.engine import run_answer, write_answer
 
     params, models, schedule = loaded
     job = schedule.find_answer(job_id)
     gateway = Gateway(models, job=f"skate/answer/{job.job_id}")
-    # gateway.batch.enabled: through the provider's batch API (pipeline.core.batch)
+    # gateway.batch.enabled: through the provider's batch API (pipeline.core.models.batch)
     samples, summary = run_job(lambda gw: run_answer(params, models, job, args.out, gw), gateway)
     write_answer(args.out, job, samples, summary, gateway)
     for row in summary.iter_rows(named=True):
@@ -73,9 +72,8 @@ def _play_answer(args: argparse.Namespace, loaded, job_id: str) -> None:
 def _cmd_play(args: argparse.Namespace) -> int:
     """Scheduled jobs of any kind (a setter's round, a round's question set, an answerer's round), in
     the order given: each kind depends on the one before, so they never run concurrently."""
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.params import ParamsError
-    from pipeline.core.verbs import job_ids
+    from pipeline.core.artifacts import ParamsError, write_json_atomic
+    from pipeline.core.run import job_ids
 
     loaded = _load(args)
     schedule = loaded[2]
@@ -188,24 +186,24 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.verbs import BenchmarkCommands
+    from pipeline.core.run import BenchmarkCommands
 
-    room = BenchmarkCommands(commands, "skate", "SKATE: models set and answer code-output-prediction questions")
-    room.schedule(_cmd_schedule, "list every job of the game with its id (generate, round, answer)")
-    room.play(_cmd_play, "play scheduled jobs: a setter's round (up to `attempts` tries, each run in the sandbox "
+    bench = BenchmarkCommands(commands, "skate", "SKATE: models set and answer code-output-prediction questions")
+    bench.schedule(_cmd_schedule, "list every job of the game with its id (generate, round, answer)")
+    bench.play(_cmd_play, "play scheduled jobs: a setter's round (up to `attempts` tries, each run in the sandbox "
               "and checked), a round's question set, or an answerer's p(correct) on a round", concurrent=False)
-    room.rate(_cmd_rate, "tables of the whole game and pairwise TrueSkill (relative and absolute)")
-    room.report(_cmd_report, "metrics.json, plots and the points-of-difference list")
-    game = room.extra("play-game", "the whole game in this process, without Snakemake (quick experiments)",
+    bench.rate(_cmd_rate, "tables of the whole game and pairwise TrueSkill (relative and absolute)")
+    bench.report(_cmd_report, "metrics.json, plots and the points-of-difference list")
+    game = bench.extra("play-game", "the whole game in this process, without Snakemake (quick experiments)",
                       _cmd_play_game)
     game.add_argument("--strategy", default=None, help="play with this augmentation strategy instead")
-    room.extra("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
-    room.extra("compare-strategies", "the strategy games (results/skate/strategies/*) side by side",
+    bench.extra("analyse", "stability as models join, and re-ranking with the answer-only models", _cmd_analyse)
+    bench.extra("compare-strategies", "the strategy games (results/skate/strategies/*) side by side",
                _cmd_compare_strategies)
-    calibrate = room.extra("calibrate", "precision and recall of each uniqueness threshold on a labelled pair set",
+    calibrate = bench.extra("calibrate", "precision and recall of each uniqueness threshold on a labelled pair set",
                            _cmd_calibrate, out=f"{DEFAULT_OUT}/calibration", out_help="the calibration's folder")
     calibrate.add_argument("--pairs", default=str(Path(__file__).parent / "data" / "similarity_pairs.yaml"),
                            help="labelled pairs (default: the shipped set)")
     calibrate.add_argument("--write-params", action="store_true",
                            help="record the chosen threshold as similarity_threshold in --params")
-    room.check()
+    bench.check()

@@ -7,11 +7,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.core.params import ParamsError, indexed, load_params, roster_problems
-from pipeline.core.params import StrictParams as Strict
-from pipeline.core.roster import ModelsParams
+from pipeline.core.artifacts import ParamsError, indexed, load_params, roster_problems
+from pipeline.core.artifacts.params import StrictParams as Strict
+from pipeline.core.models import ModelsParams
+from pipeline.core.rating import with_defaults
 from pipeline.core.sandbox import SandboxLimits
-from pipeline.core.trueskill_settings import with_defaults
 
 Strategy = Literal[
     "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"

@@ -15,13 +15,9 @@ from typing import Any
 import polars as pl
 
 import pipeline.skate.bots  # noqa: F401  (registers the skate bots)
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.io import content_id, seed_from, write_json_atomic
-from pipeline.core.llm import Gateway
-from pipeline.core.players import MoveRequest, make_players
-from pipeline.core.roster import ModelsParams
+from pipeline.core.artifacts import content_id, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.models import Gateway, ModelsParams, MoveRequest, gather_moves, make_players
 from pipeline.core.sandbox import Sandbox
-from pipeline.core.schemas import read_table, write_table
 from pipeline.skate import uniqueness
 from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import answer_question, summary_row

@@ -35,15 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.io import seed_from
+from pipeline.core.artifacts import seed_from
 from pipeline.skate.config import AnsweringParams
 from pipeline.skate.parsing import LETTERS, parse_answer
 from pipeline.skate.prompts import answer_messages
 
 if TYPE_CHECKING:  # the gateway's import of litellm costs seconds; jobs without players skip it
-    from pipeline.core.llm import TokenLogprob
-    from pipeline.core.players import MoveRequest, Player
-    from pipeline.core.roster import RosterEntry
+    from pipeline.core.models import MoveRequest, Player, RosterEntry, TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -141,7 +139,7 @@ def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[s
 
 def _request(question: Question, options: Sequence[str], correct: str, answerer: str, index: int,
              max_tokens: int | None, top_logprobs: int | None, few_shot: int) -> MoveRequest:
-    from pipeline.core.players import MoveRequest
+    from pipeline.core.models import MoveRequest
 
     return MoveRequest(
         messages=answer_messages(question.program, options, few_shot),
@@ -195,7 +193,7 @@ def _unparsed_share(rows: Sequence[Mapping[str, Any]]) -> float:
 def why_not_exact(entry: RosterEntry) -> str | None:
     """Why `entry` cannot be scored from log-probabilities, known before any call (None: it can,
     or only its first reply can tell). Never imports litellm for bots or the embedded model."""
-    from pipeline.core.players import is_generic_bot
+    from pipeline.core.models import is_generic_bot
 
     if entry.is_bot:
         if entry.bot is not None and is_generic_bot(entry.bot):
@@ -203,8 +201,7 @@ def why_not_exact(entry: RosterEntry) -> str | None:
         return None
     if entry.provider == "local":  # the embedded model returns them (its provider is ours)
         return None
-    from pipeline.core.budgets import is_reasoning_model
-    from pipeline.core.llm import supports_top_logprobs
+    from pipeline.core.models import is_reasoning_model, supports_top_logprobs
 
     if is_reasoning_model(entry):
         return "a reasoning model: reasoning APIs refuse logprobs"

@@ -161,7 +161,7 @@ def metrics_json(
                     entry[f"trueskill_{bound}"] = None if row.get(bound) is None else round(row[bound], 4)
                 for key in ("rank", "rank_lo", "rank_hi"):
                     entry[f"trueskill_{key}"] = row.get(key)
-                # the evidence behind the intervals (pipeline.core.rating.interval_settled)
+                # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
                 entry["trueskill_games"] = row.get("events")
                 entry["trueskill_resamples"] = row.get("resamples")
         if (primary, model) in sequential:

@@ -11,8 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.llm import Gateway
-from pipeline.core.roster import ModelsParams
+from pipeline.core.models import Gateway, ModelsParams
 from pipeline.core.sandbox import Sandbox
 from pipeline.skate.config import SkateParams
 from pipeline.skate.engine import run_answer, run_generate, write_answer, write_generate

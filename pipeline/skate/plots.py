@@ -7,7 +7,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.core.plots import save_chart
+from pipeline.core.artifacts import save_chart
 
 
 def trueskill_history(history: pl.DataFrame) -> alt.TopLevelMixin:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pipeline.skate.parsing import LETTERS
 
-Message = Mapping[str, str]  # a chat message, as pipeline.core.llm takes it
+Message = Mapping[str, str]  # a chat message, as pipeline.core.models.gateway takes it
 
 PROMPT_VERSION = "skate-prompts-2"
 

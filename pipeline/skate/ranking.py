@@ -4,7 +4,7 @@
 - absolute: each answerer passes when p(correct) >= pass_threshold; equal results draw.
 
 Final ratings average several passes over shuffled event orders, with bootstrap intervals for mu and
-the rank (pipeline.core.rating.rating_summary);
+the rank (pipeline.core.rating.multipass.rating_summary);
 the history replays the events once in game order to show how ratings settle as questions
 accumulate.
 """
@@ -18,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from pipeline.core.rating import Pairwise, RatingParams, apply_event, rating_summary
+from pipeline.core.rating.multipass import Pairwise, RatingParams, apply_event, rating_summary
 
 MODES: tuple[str, ...] = ("relative", "absolute")
 

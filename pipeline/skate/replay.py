@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from pipeline.core.replay import GamePage, ReplaySet, num, safe_key
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import GamePage, ReplaySet, num, safe_key
+from pipeline.core.artifacts.results import BenchmarkResults
 
 QUESTIONS = ["round", "setter", "status", "question_id", "description", "program", "answer", "distractors"]
 PCORRECT = ["question_id", "answerer", "mode", "p_correct", "std_error", "samples"]
@@ -21,8 +21,8 @@ def options(answer: str | None, distractors: str | None) -> list[dict[str, objec
     return listed + [{"text": str(d), "correct": False} for d in wrong if isinstance(d, (str, int, float))]
 
 
-def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
-    questions = room.table("questions.parquet", QUESTIONS)
+def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
+    questions = bench.table("questions.parquet", QUESTIONS)
     if questions is None:
         return None
     accepted = sorted(
@@ -30,7 +30,7 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
         key=lambda q: (q["round"], q["setter"], q["question_id"]),
     )
     answers: dict[str, list] = defaultdict(list)
-    pcorrect = room.table("pcorrect.parquet", PCORRECT)
+    pcorrect = bench.table("pcorrect.parquet", PCORRECT)
     for row in pcorrect.iter_rows(named=True) if pcorrect is not None else ():
         answers[row["question_id"]].append(row)
     shown = accepted[:limit] if limit else accepted

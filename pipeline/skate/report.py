@@ -12,9 +12,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.budgets import empty_at_limit_counts
-from pipeline.core.io import write_json_atomic, write_text_atomic
-from pipeline.core.schemas import CallsSchema, read_table, write_table
+from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, write_table, write_text_atomic
+from pipeline.core.models import empty_at_limit_counts
 from pipeline.skate.config import SkateParams
 from pipeline.skate.metrics import cumulative_by_round, metrics_json, skills, variance_table
 from pipeline.skate.outputs import rate_outputs, report_outputs  # noqa: F401  (re-exported)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import write_json_atomic
+from pipeline.core.artifacts import write_json_atomic
 from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import Question
 from pipeline.skate.schedule import RoundJob, generate_path, round_path

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id
-from pipeline.core.params import ParamsError
-from pipeline.core.roster import ModelsParams
+from pipeline.core.artifacts import ParamsError, content_id
+from pipeline.core.models import ModelsParams
 from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import answer_mode
 from pipeline.skate.prompts import PROMPT_VERSION

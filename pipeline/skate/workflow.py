@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.params import ParamsError
+from pipeline.core.artifacts import ParamsError
 from pipeline.skate.outputs import (
     analysis_outputs,
     rate_outputs,
@@ -29,7 +29,7 @@ __all__ = ["SkateWorkflow", "analysis_outputs", "rate_outputs", "report_outputs"
 class SkateWorkflow:
     """The schedule of params/skate.yaml, or an empty one (with a warning) when it cannot be read.
 
-    A broken params file must not stop other rooms' targets from parsing: skate's rate job then
+    A broken params file must not stop other benchmarks' targets from parsing: skate's rate job then
     runs alone and fails with the full message naming the file, the field and the fix.
     """
 
@@ -41,7 +41,7 @@ class SkateWorkflow:
         self.game_settings: dict[str, Any] = {}  # what decides a strategy game, beyond its strategy
         if not Path(params_path).exists():
             return
-        from pipeline.core.roster import load_models
+        from pipeline.core.models import load_models
         from pipeline.skate.config import load_skate
         from pipeline.skate.prompts import PROMPT_VERSION
         from pipeline.skate.schedule import SKATE_VERSION, build_schedule

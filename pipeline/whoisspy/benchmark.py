@@ -3,7 +3,7 @@ one spy has a different one (docs/whoisspy.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.registry import Benchmark
+from pipeline.core.run import Benchmark
 from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
 
@@ -32,5 +32,5 @@ BENCHMARK = Benchmark(
     replays=replays,
     headline=("games", "points", "win_rate"),
     order=40,
-    estimators="pipeline.whoisspy.plan",
+    estimators="pipeline.whoisspy.estimators",
 )

@@ -12,7 +12,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+from pipeline.core.models import BotPolicy, MoveRequest, register_bot
 from pipeline.whoisspy.fouls import normalize, says_word, tokens, word_forms
 from pipeline.whoisspy.words import associations_of
 

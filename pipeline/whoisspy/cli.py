@@ -1,4 +1,4 @@
-"""`python -m pipeline whoisspy schedule | play | rate | report | show` (the verb set: pipeline/core/verbs.py)."""
+"""`python -m pipeline whoisspy schedule | play | rate | report | show` (the verb set: pipeline/core/run/verbs.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
 
@@ -20,11 +20,10 @@ def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
 
 
 def _cmd_play(args: argparse.Namespace) -> int:
-    """One scheduled game, or several on one event loop (API games; see pipeline.core.shards)."""
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.llm import Gateway
-    from pipeline.core.shards import ShardGame, game_done, run_shard
-    from pipeline.core.verbs import job_ids, say
+    """One scheduled game, or several on one event loop (API games; see pipeline.core.run.shards)."""
+    from pipeline.core.artifacts import write_json_atomic
+    from pipeline.core.models import Gateway
+    from pipeline.core.run import ShardGame, game_done, job_ids, run_shard, say
     from pipeline.whoisspy.engine import play_game, run_game
     from pipeline.whoisspy.schedule import GameSpec, find_game
 
@@ -127,16 +126,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.verbs import BenchmarkCommands
+    from pipeline.core.run import BenchmarkCommands
 
-    room = BenchmarkCommands(commands, "whoisspy", "Who is Spy: six players, one spy with a different word")
-    room.schedule(_cmd_schedule, "list the scheduled games (id, variant, words, seats)")
-    room.play(_cmd_play, "play scheduled games; write <out>/<game_id>.json and its calls table",
+    bench = BenchmarkCommands(commands, "whoisspy", "Who is Spy: six players, one spy with a different word")
+    bench.schedule(_cmd_schedule, "list the scheduled games (id, variant, words, seats)")
+    bench.play(_cmd_play, "play scheduled games; write <out>/<game_id>.json and its calls table",
               out="results/whoisspy/games", out_help="the games folder")
-    room.rate(_cmd_rate, "tables, TrueSkill ratings and metrics.json from every scheduled game",
+    bench.rate(_cmd_rate, "tables, TrueSkill ratings and metrics.json from every scheduled game",
               games="results/whoisspy/games")
-    room.report(_cmd_report, "plots from the rated tables")
-    show = room.extra("show", "replay a played game as text", _cmd_show, inputs=False, writes=False)
+    bench.report(_cmd_report, "plots from the rated tables")
+    show = bench.extra("show", "replay a played game as text", _cmd_show, inputs=False, writes=False)
     show.add_argument("game", help="a game id or a path to a game record")
     show.add_argument("--games", default="results/whoisspy/games", help="the games folder")
-    room.check()
+    bench.check()

@@ -7,11 +7,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pipeline.core.budgets import GameBudgets
-from pipeline.core.params import ParamsError, indexed, load_params, roster_problems
-from pipeline.core.params import StrictParams as Strict
-from pipeline.core.roster import ModelsParams
-from pipeline.core.trueskill_settings import with_defaults
+from pipeline.core.artifacts import ParamsError, indexed, load_params, roster_problems
+from pipeline.core.artifacts.params import StrictParams as Strict
+from pipeline.core.models import GameBudgets, ModelsParams
+from pipeline.core.rating import with_defaults
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
 VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
@@ -49,7 +48,7 @@ class RulesParams(Strict):
 class ReplyParams(GameBudgets):
     """The game's visible reply budget (max_tokens) per kind of move. The paper sets none: it limits
     a description by `rules.max_chars` and `rules.time_limit_s`, so every field defaults to null and
-    each model's roster entry decides what it sends (pipeline.core.budgets: its own
+    each model's roster entry decides what it sends (pipeline.core.models.reply_budgets: its own
     `move_max_tokens`, keyed `whoisspy.speech`, `whoisspy.vote`, `whoisspy.reasoned_vote`, else its
     `max_tokens`, else 4096 visible tokens, plus a reasoning model's allowance). An integer caps
     that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""

@@ -29,11 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.io import seed_from
-from pipeline.core.llm import Gateway
-from pipeline.core.players import MoveRequest, Player, Reply, make_players
-from pipeline.core.roster import ModelsParams
+from pipeline.core.artifacts import seed_from
+from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, Reply, gather_moves, make_players
 from pipeline.whoisspy import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.whoisspy.fouls import cut, normalize, redact, speech_fouls
 from pipeline.whoisspy.prompts import INJECTED_LINES, RulesText, prompt_fingerprint, speech_messages, vote_messages

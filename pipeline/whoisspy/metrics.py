@@ -34,8 +34,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.io import seed_from
-from pipeline.core.rating import Pairwise, RatingEvent, TeamMatch, rating_summary
+from pipeline.core.artifacts import seed_from
+from pipeline.core.rating.multipass import Pairwise, RatingEvent, TeamMatch, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
 from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.core.plots import PALETTE, save_chart
+from pipeline.core.artifacts import PALETTE, save_chart
 from pipeline.whoisspy.config import VARIANTS
 from pipeline.whoisspy.metrics import ALL_MODELS
 from pipeline.whoisspy.scoring import START_POINTS

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.io import content_id
+from pipeline.core.artifacts import content_id
 
 # The variants' lines are appended by the game to each description of the spy, in the spirit of the
 # WiS paper's table 1: the attack tries to make listeners say their own word (a foul); the defense

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.core.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import GamePage, ReplaySet, by_game, num, safe_key, seat_order
+from pipeline.core.artifacts.results import BenchmarkResults
 
 GAMES = ["game_id", "variant", "civilian_word", "spy_word", "spy_seat", "spy_model", "winner",
          "end_reason", "rounds_played"]
@@ -15,14 +15,14 @@ SPEECHES = ["game_id", "round", "seat", "model", "role", "text", "shown", "trunc
 VOTES = ["game_id", "round", "voter", "model", "target", "abstained", "correct"]
 
 
-def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
-    games = room.table("games.parquet", GAMES)
-    seats_table = room.table("seats.parquet", SEATS)
+def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
+    games = bench.table("games.parquet", GAMES)
+    seats_table = bench.table("seats.parquet", SEATS)
     if games is None or seats_table is None:
         return None
     seats_by_game = by_game(seats_table)
-    speeches_by_game = by_game(room.table("speeches.parquet", SPEECHES))
-    votes_by_game = by_game(room.table("votes.parquet", VOTES))
+    speeches_by_game = by_game(bench.table("speeches.parquet", SPEECHES))
+    votes_by_game = by_game(bench.table("votes.parquet", VOTES))
     rows = sorted(games.iter_rows(named=True), key=lambda g: g["game_id"])
     shown = rows[:limit] if limit else rows
     pages = []

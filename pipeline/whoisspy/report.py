@@ -8,8 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.io import write_json_atomic
-from pipeline.core.schemas import CallsSchema, RatingsSchema, calls_frame, read_table, write_table
+from pipeline.core.artifacts import CallsSchema, RatingsSchema, calls_frame, read_table, write_json_atomic, write_table
 from pipeline.whoisspy.config import WhoIsSpyParams
 from pipeline.whoisspy.metrics import (
     build_tables,

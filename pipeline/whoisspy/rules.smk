@@ -1,9 +1,9 @@
 # Who is Spy: one job per scheduled game (its output named by the game's content id), then `rate`
 # (every game into tables, TrueSkill ratings and metrics.json) and `report` (plots). Games of API
-# models are played by shard jobs instead, many games per process (pipeline/core/shards.py): each
+# models are played by shard jobs instead, many games per process (pipeline/core/run/shards.py): each
 # game still writes its own content-named files; the shard's output is a marker.
-from pipeline.core.progress import announce_games
-from pipeline.core.shards import jobs_for_games
+from pipeline.core.artifacts import announce_games
+from pipeline.core.run import jobs_for_games
 from pipeline.whoisspy.workflow import (
     rate_outputs,
     rate_settings,

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.io import content_id, seed_from
-from pipeline.core.params import ParamsError
-from pipeline.core.roster import ModelsParams, RosterEntry
+from pipeline.core.artifacts import ParamsError, content_id, seed_from
+from pipeline.core.models import ModelsParams, RosterEntry
 from pipeline.whoisspy.config import REASONING_ANALYSES, ReplyParams, RulesParams, WhoIsSpyParams
 from pipeline.whoisspy.prompts import prompt_fingerprint
 from pipeline.whoisspy.words import WORD_PAIRS
@@ -109,7 +108,7 @@ def make_spec(
     if reasoning_analysis not in REASONING_ANALYSES:
         raise ValueError(f"reasoning_analysis must be one of {REASONING_ANALYSES}, got {reasoning_analysis!r}")
     identity = {
-        "room": "whoisspy",
+        "room": "whoisspy",  # a frozen key of the game id (renaming it would change every id)
         "engine": ENGINE_VERSION,
         "prompts": prompt_fingerprint(),
         "variant": variant,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import StrictTable
+from pipeline.core.artifacts import StrictTable
 from pipeline.whoisspy.config import BALLOTS, REASONING_ANALYSES, VARIANTS, VOTE_PARSES
 
 ROLES = ["spy", "civilian"]
@@ -124,7 +124,7 @@ class LeaderboardSchema(StrictTable):
     trueskill_rank_lo: int = pa.Field(nullable=True, ge=1)
     trueskill_rank_hi: int = pa.Field(nullable=True, ge=1)
     # the evidence behind the interval: rating events, bootstrap resamples, and whether they are
-    # enough (pipeline.core.rating.interval_settled; else the rank interval is the whole field)
+    # enough (pipeline.core.rating.multipass.interval_settled; else the rank interval is the whole field)
     trueskill_games: int = pa.Field(nullable=True, ge=0)
     trueskill_resamples: int = pa.Field(nullable=True, ge=0)
     trueskill_settled: bool = pa.Field(nullable=True)

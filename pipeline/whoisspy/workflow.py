@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pipeline.core.params import ParamsError
-from pipeline.core.workflow import code_fingerprint
+from pipeline.core.artifacts import ParamsError
+from pipeline.core.run import code_fingerprint
 from pipeline.whoisspy.report import rate_outputs, report_outputs
 
 __all__ = ["rate_outputs", "rate_settings", "report_code_fingerprint", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
@@ -21,10 +21,10 @@ def scheduled_seats(params_path: str, models_path: str) -> dict[str, tuple[str, 
     """Roster names at the seats of every scheduled game; {} (with a warning) when the params
     cannot be read.
 
-    A broken params file must not stop other rooms' targets from parsing: the whoisspy rate job
+    A broken params file must not stop other benchmarks' targets from parsing: the whoisspy rate job
     then runs alone and fails with the full message naming the file, the field and the fix.
     """
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
 

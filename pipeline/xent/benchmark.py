@@ -3,7 +3,7 @@ scored in bits by a judge language model (docs/xent.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.registry import Benchmark
+from pipeline.core.run import Benchmark
 from pipeline.xent.replay import replays
 from pipeline.xent.schemas import MovesSchema, RewardsSchema, ScoresSchema, TokenXentsSchema
 
@@ -37,5 +37,5 @@ BENCHMARK = Benchmark(
     headline=("xent_score",),
     extra_inputs=("maps/**/*.xgl",),
     order=20,
-    estimators="pipeline.xent.plan",
+    estimators="pipeline.xent.estimators",
 )

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.core.players import BotPolicy, MoveRequest, register_bot
+from pipeline.core.models import BotPolicy, MoveRequest, register_bot
 
 _STOP = set(
     "the and that with from this have were which their there about would could should into than then them they "

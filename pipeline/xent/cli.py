@@ -1,5 +1,5 @@
 """`python -m pipeline xent schedule | play | rescore | rate | report`, plus `play-program`, `maps`, `games`
-and `build` (the verb set: pipeline/core/verbs.py)."""
+and `build` (the verb set: pipeline/core/run/verbs.py)."""
 
 from __future__ import annotations
 
@@ -9,30 +9,12 @@ import json
 import sys
 from pathlib import Path
 
-
-def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False,
-                   dtype: str = "float32"):  # -> Judge | WordJudge
-    """A judge by registered name, model directory or cached hub id; `word` is the model-free test judge.
-
-    `scoring`, `clip_logprobs` and `dtype` are the core Judge's options (the reference's defaults).
-    """
-    if name == "word":
-        from pipeline.xent.testing import WordJudge
-
-        return WordJudge()
-    from pipeline.core.judge import load_judge
-
-    return load_judge(name, scoring=scoring, clip_logprobs=clip_logprobs, dtype=dtype)
-
-
-def params_judge(params, name: str | None = None):  # (XentParams, str | None) -> Judge | WordJudge
-    """The params' judge (or `name`, a rescore judge) with the params' scoring, clipping and dtype."""
-    return load_any_judge(name or params.judge, params.judge_scoring, params.judge_clip_logprobs, params.judge_dtype)
+from pipeline.xent.judges import load_any_judge
 
 
 def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
-    from pipeline.core.params import ParamsError
-    from pipeline.core.roster import ModelsParams, RosterEntry
+    from pipeline.core.artifacts import ParamsError
+    from pipeline.core.models import ModelsParams, RosterEntry
 
     if spec.startswith("bot:"):
         bot = spec.removeprefix("bot:")
@@ -49,10 +31,8 @@ def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
 def _cmd_play_program(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from pipeline.core.io import seed_from
-    from pipeline.core.llm import Gateway
-    from pipeline.core.players import make_player
-    from pipeline.core.roster import load_models
+    from pipeline.core.artifacts import seed_from
+    from pipeline.core.models import Gateway, load_models, make_player
     from pipeline.xent.games import GAMES_DIR, game_from_program, load_game
     from pipeline.xent.play import PlaySettings, judge_stories, play_map, seat_players
     from pipeline.xent.xgl import ParseError, load_program
@@ -141,8 +121,8 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 def _cmd_play(args: argparse.Namespace) -> int:
     """Scheduled play jobs, one after the other: each job already plays its maps concurrently on one
     batching judge, which is what the machine's cores are for."""
-    from pipeline.core.io import write_json_atomic
-    from pipeline.core.verbs import job_ids
+    from pipeline.core.artifacts import write_json_atomic
+    from pipeline.core.run import job_ids
     from pipeline.xent.stages import play_stage
 
     written = []
@@ -204,21 +184,21 @@ def _cmd_games(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.verbs import BenchmarkCommands
+    from pipeline.core.run import BenchmarkCommands
 
-    room = BenchmarkCommands(commands, "xent", "Xent: cross-entropy games in XGL, scored by a judge model")
-    room.schedule(_cmd_schedule, "list the play jobs (id, game, player, maps)")
-    play = room.play(_cmd_play, "play scheduled jobs (one game, one player, all its maps); write "
+    bench = BenchmarkCommands(commands, "xent", "Xent: cross-entropy games in XGL, scored by a judge model")
+    bench.schedule(_cmd_schedule, "list the play jobs (id, game, player, maps)")
+    play = bench.play(_cmd_play, "play scheduled jobs (one game, one player, all its maps); write "
                      "<out>/<game>/<job_id>.json and its calls table", out="results/xent/play",
                      out_help="the play records' folder", concurrent=False)
     play.add_argument("--maps", default="results/xent/maps", help="the built maps' folder")
-    rescore = room.extra("rescore", "re-score every recorded move with the configured judges; write the tables",
+    rescore = bench.extra("rescore", "re-score every recorded move with the configured judges; write the tables",
                          _cmd_rescore)
     rescore.add_argument("--plays", default="results/xent/play", help="the play records' folder")
-    room.rate(_cmd_rate, "rounds, scores, maps, TrueSkill ratings and metrics.json from the rescored tables")
-    room.report(_cmd_report, "plots from the rated tables")
+    bench.rate(_cmd_rate, "rounds, scores, maps, TrueSkill ratings and metrics.json from the rescored tables")
+    bench.report(_cmd_report, "plots from the rated tables")
 
-    program = room.extra("play-program", "play any XGL program (a game or a built map) and print per-round "
+    program = bench.extra("play-program", "play any XGL program (a game or a built map) and print per-round "
                          "rewards; no schedule, nothing written", _cmd_play_program, inputs=False, writes=False)
     program.add_argument("program", metavar="PROGRAM.xgl")
     program.add_argument("--player", required=True, help="a roster name from params/models.yaml, or bot:random / bot:heuristic")
@@ -238,7 +218,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="the judge's weight dtype: float32 (the reference's), bfloat16, auto (bfloat16 on a GPU)")
     program.add_argument("--json", action="store_true", help="print the rounds as JSON")
 
-    maps = room.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,
+    maps = bench.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,
                       inputs=False, writes=False)
     maps_sub = maps.add_subparsers(dest="maps_command", metavar="SUBCOMMAND", required=True)
     imports = maps_sub.add_parser("import", help="write every map of a reference benchmark JSON as a playable program")
@@ -246,10 +226,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     imports.add_argument("--out", required=True, help="the map set directory to write (then `map_set: DIR` in params)")
     imports.set_defaults(func=_cmd_maps_import)
 
-    room.extra("games", "list the game library", _cmd_games, inputs=False, writes=False)
+    bench.extra("games", "list the game library", _cmd_games, inputs=False, writes=False)
 
-    build = room.extra("build", "build the maps of one game (stories become literals)", _cmd_build,
+    build = bench.extra("build", "build the maps of one game (stories become literals)", _cmd_build,
                        out="results/xent/maps", out_help="the maps' folder")
     build.add_argument("--game", required=True)
     build.add_argument("--judge-cache", default=".cache/judge", help="on-disk story/score cache of the judge")
-    room.check()
+    bench.check()

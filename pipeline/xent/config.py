@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from pipeline.core.params import ParamsError, did_you_mean, indexed, load_params, roster_problems
-from pipeline.core.params import StrictParams as Strict
-from pipeline.core.roster import ModelsParams
-from pipeline.core.trueskill_settings import with_defaults
+from pipeline.core.artifacts import ParamsError, did_you_mean, indexed, load_params, roster_problems
+from pipeline.core.artifacts.params import StrictParams as Strict
+from pipeline.core.models import ModelsParams
+from pipeline.core.rating import with_defaults
 
 
 class ReplyParams(Strict):
@@ -142,8 +142,20 @@ def judge_names() -> list[str]:
 
 
 def load_xent(path: str | Path = "params/xent.yaml") -> XentParams:
-    """The params, with an imported map set's judge and rounds where the file leaves them out
-    (pipeline.xent.settings)."""
-    from pipeline.xent.settings import apply_map_set
-
+    """The params, with an imported map set's judge and rounds where the file leaves them out."""
     return apply_map_set(load_params(XentParams, path))
+
+
+def apply_map_set(params: XentParams) -> XentParams:
+    """`params` with the map set's judge and rounds where the params file leaves them out."""
+    from pipeline.xent.mapset import read_manifest  # the map-set reader parses XGL: load it when used
+
+    manifest = read_manifest(params.map_set) if params.map_set else None
+    if manifest is None:  # no map set, or not imported yet (scheduling says so)
+        return params
+    update: dict[str, Any] = {}
+    if "judge" not in params.model_fields_set:
+        update["judge"] = str(manifest["judge_model"])
+    if "rounds" not in params.model_fields_set:
+        update["rounds"] = int(manifest["rounds"])
+    return params.model_copy(update=update) if update else params

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.core.io import content_id
+from pipeline.core.artifacts import content_id
 from pipeline.xent.xgl import PLAYERS, ParseError, Program, load_program, parse_program
 
 GAMES_DIR = Path(__file__).parent / "games"

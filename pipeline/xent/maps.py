@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id, write_text_atomic
+from pipeline.core.artifacts import content_id, write_text_atomic
 from pipeline.xent.games import Game, load_game
 from pipeline.xent.xgl import materialize_stories, parse_program, story_calls
 

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.io import content_id, write_json_atomic, write_text_atomic
-from pipeline.core.params import ParamsError
+from pipeline.core.artifacts import ParamsError, content_id, write_json_atomic, write_text_atomic
 from pipeline.xent.games import Game, game_from_program
 from pipeline.xent.presentations import presentation
 from pipeline.xent.xgl import ParseError, load_program, parse_program

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
-from pipeline.core.concurrency import gather_moves
-from pipeline.core.io import seed_from
-from pipeline.core.players import MoveRequest, Player
+from pipeline.core.artifacts import seed_from
+from pipeline.core.models import MoveRequest, Player, gather_moves
 from pipeline.xent.games import Game
 from pipeline.xent.prompts import (
     MOVE_CLOSE,

@@ -10,7 +10,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from pipeline.core.plots import save_chart
+from pipeline.core.artifacts import save_chart
 
 
 def write_plots(rounds: pl.DataFrame, scores: pl.DataFrame, folder: str | Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pipeline.core.replay import GamePage, ReplaySet, num, safe_key
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import GamePage, ReplaySet, num, safe_key
+from pipeline.core.artifacts.results import BenchmarkResults
 
 MOVES = ["game", "map_id", "model", "round", "elicit_index", "player_role", "register", "move", "reply", "attempts"]
 REWARDS = ["game", "map_id", "model", "round", "reward_index", "player_role", "total_bits"]
@@ -27,15 +27,15 @@ def page_key(game: str, map_id: str, model: str) -> str:
     return safe_key(f"{game}--{map_id}--{model}")
 
 
-def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
-    moves_table = room.table("moves.parquet", MOVES)
+def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
+    moves_table = bench.table("moves.parquet", MOVES)
     if moves_table is None:
         return None
     key = ["game", "map_id", "model"]
     moves = grouped(moves_table, key)
-    rewards = grouped(room.table("rewards.parquet", REWARDS), key)
-    tokens = grouped(room.table("token_xents.parquet", TOKENS), key)
-    scores = {k: rows[0] for k, rows in grouped(room.table("scores.parquet", SCORES), key).items()}
+    rewards = grouped(bench.table("rewards.parquet", REWARDS), key)
+    tokens = grouped(bench.table("token_xents.parquet", TOKENS), key)
+    scores = {k: rows[0] for k, rows in grouped(bench.table("scores.parquet", SCORES), key).items()}
     played = sorted(set(moves) | set(rewards))
     shown = played[:limit] if limit else played
     pages = []
@@ -57,7 +57,7 @@ def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
                 "tokens": [{"text": t["token"], "bits": num(t["bits"]), "alpha": f"{min(max(t['bits'], 0.0) / scale, 1.0):.2f}"}
                            for t in toks]})
         score = scores.get((game, map_id, model), {})
-        program_path = room.path(f"maps/{game}/{map_id}.xgl")
+        program_path = bench.path(f"maps/{game}/{map_id}.xgl")
         program = program_path.read_text(encoding="utf-8") if program_path else ""
         pages.append(GamePage(
             key=page_key(game, map_id, model),

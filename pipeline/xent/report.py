@@ -11,7 +11,7 @@
 - a map is flagged when no player's running best improves after round 1;
 - `empty_at_token_limit` = the model's replies in Xent's play jobs (as player or as opponent) that
   the token limit cut before any visible text (a reasoning model whose hidden reasoning spent the
-  whole budget), counted from the calls tables (pipeline.core.budgets.empty_at_limit_counts);
+  whole budget), counted from the calls tables (pipeline.core.models.reply_budgets.empty_at_limit_counts);
 - `map_set_differs` (only when the run plays an imported map set) = the params fields in which
   the run is not the map set's (judge, judge_dtype, rounds, players, ...; pipeline.xent.settings),
   [] when none: a published table shows whether its scores are comparable with the reference's.
@@ -29,10 +29,9 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.budgets import empty_at_limit_counts
-from pipeline.core.io import seed_from, write_json_atomic
-from pipeline.core.rating import FreeForAll, rating_summary
-from pipeline.core.schemas import CallsSchema, read_table, write_table
+from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.models import empty_at_limit_counts
+from pipeline.core.rating.multipass import FreeForAll, rating_summary
 from pipeline.xent.config import load_xent
 from pipeline.xent.schemas import (
     MapsSchema,
@@ -192,7 +191,7 @@ def map_set_fields_differing(params: Any, params_path: str, models_path: str) ->
     """The fields in which the run is not its map set's (said on stderr too); [] when none."""
     import sys
 
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
     from pipeline.xent.settings import differences_note, map_set_differences
 
     models = load_models(models_path) if Path(models_path).exists() else None
@@ -249,7 +248,7 @@ def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame
             "trueskill_rank": int(row["rank"]) if row else None,
             "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
             "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
-            # the evidence behind the intervals (pipeline.core.rating.interval_settled)
+            # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
             "trueskill_games": int(row["events"]) if row and row.get("events") is not None else None,
             "trueskill_resamples": int(row["resamples"]) if row and row.get("resamples") is not None else None,
             "empty_at_token_limit": int(empty.get(model, 0)),

@@ -2,15 +2,15 @@
 # per game and player, all maps concurrent on one batching judge; paths are content ids) ->
 # rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
 # -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
-from pipeline.xent.workflow import RESCORE_OUTPUTS, rate_outputs, report_outputs, xent_plan
+from pipeline.xent.workflow import RESCORE_OUTPUTS, rate_outputs, report_outputs, xent_rule_inputs
 
 XENT_PARAMS = f"{PARAMS_DIR}/xent.yaml"  # PARAMS_DIR: the Snakefile's params directory
 XENT_MODELS = f"{PARAMS_DIR}/models.yaml"
-XENT_PLAN = xent_plan(XENT_PARAMS, XENT_MODELS)
+XENT_INPUTS = xent_rule_inputs(XENT_PARAMS, XENT_MODELS)
 # the params file is not an input of the maps and plays (their content ids cover what decides them)
 XENT_ARGS = f"--params {XENT_PARAMS} --models {XENT_MODELS}"
 
-for _xent_game, _xent_maps in XENT_PLAN.maps.items():
+for _xent_game, _xent_maps in XENT_INPUTS.maps.items():
 
     rule:
         name:
@@ -30,7 +30,7 @@ for _xent_game, _xent_maps in XENT_PLAN.maps.items():
 
 rule xent_play:
     input:
-        maps=lambda w: XENT_PLAN.job_maps[w.job_id],
+        maps=lambda w: XENT_INPUTS.job_maps[w.job_id],
     output:
         record="results/xent/play/{game}/{job_id}.json",
         calls="results/xent/play/{game}/{job_id}.calls.parquet",
@@ -50,13 +50,13 @@ rule xent_play:
 
 rule xent_rescore:
     input:
-        records=XENT_PLAN.jobs,
+        records=XENT_INPUTS.jobs,
         params=XENT_PARAMS,
         guard=params_guard(PARAMS_PROBLEMS, "xent"),  # names that resolve to nothing stop here
     output:
         [f"results/xent/{name}" for name in RESCORE_OUTPUTS],
     params:
-        judges=XENT_PLAN.judges,
+        judges=XENT_INPUTS.judges,
     resources:
         gpu=1,
     log:
@@ -75,7 +75,7 @@ rule xent_rate:
     output:
         rate_outputs("results/xent"),
     params:
-        settings=XENT_PLAN.report,
+        settings=XENT_INPUTS.report,
     log:
         "results/xent/logs/rate.log",
     conda:
@@ -91,7 +91,7 @@ rule xent_report:
     output:
         report_outputs("results/xent"),
     params:
-        code=XENT_PLAN.plots_code,  # the plots' code: a change redraws them
+        code=XENT_INPUTS.plots_code,  # the plots' code: a change redraws them
     log:
         "results/xent/logs/report.log",
     conda:

@@ -35,7 +35,7 @@ ZERO_SUM = {"black": "white", "white": "black"}
 
 
 class JudgeLike(Protocol):
-    """What the runtime needs from a judge (pipeline.core.judge.Judge has all of it)."""
+    """What the runtime needs from a judge (pipeline.core.judge.scoring.Judge has all of it)."""
 
     async def ascore_many(self, pairs: Sequence[tuple[str, str]]) -> Sequence[Any]: ...
     async def ais_true(self, statement: str, *args: object) -> bool: ...

@@ -12,15 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.core.io import content_id
-from pipeline.core.params import ParamsError
-from pipeline.core.roster import ModelsParams
-from pipeline.xent.config import XentParams
+from pipeline.core.artifacts import ParamsError, content_id
+from pipeline.core.models import ModelsParams
+from pipeline.xent.config import XentParams, apply_map_set
 from pipeline.xent.games import Game, load_game
 from pipeline.xent.maps import MapSpec, map_id_for
 from pipeline.xent.mapset import load_map_set
 from pipeline.xent.prompts import PROMPT_VERSION
-from pipeline.xent.settings import Difference, apply_map_set, map_set_differences
+from pipeline.xent.settings import Difference, map_set_differences
 from pipeline.xent.xgl import ParseError
 
 PLAY_VERSION = 2  # 2: the reference's XGL semantics, move rule and ensure limit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import RatingSummarySchema, StrictTable
+from pipeline.core.artifacts import RatingSummarySchema, StrictTable
 
 
 class MovesSchema(StrictTable):

@@ -5,7 +5,7 @@ judge that scored them (`judge_model`: Qwen/Qwen3-14B-Base for benchmark 0.2), t
 (20) and the field (the players whose best score on each map normalises everyone's). The
 reference also judged in float32 with its own tokenization and no clipping.
 
-- `apply_map_set` (called by `load_xent` and `build_schedule`): the map set's judge and rounds
+- `apply_map_set` (pipeline.xent.config; called by `load_xent` and `build_schedule`): the map set's judge and rounds
   where params/xent.yaml leaves `judge` and `rounds` out.
 - `map_set_differences`: every setting of the run that is not the map set's (a judge, rounds,
   dtype or scoring the params set otherwise; players that are not its field). The run says so when
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pipeline.core.roster import ModelsParams
+from pipeline.core.models import ModelsParams
 from pipeline.xent.config import XentParams
 from pipeline.xent.mapset import read_manifest
 
@@ -40,19 +39,6 @@ class Difference:
 
     def __str__(self) -> str:
         return f"{self.field}: the map set's {self.map_set}, this run's {self.run}"
-
-
-def apply_map_set(params: XentParams) -> XentParams:
-    """`params` with the map set's judge and rounds where the params file leaves them out."""
-    manifest = read_manifest(params.map_set) if params.map_set else None
-    if manifest is None:  # no map set, or not imported yet (scheduling says so)
-        return params
-    update: dict[str, Any] = {}
-    if "judge" not in params.model_fields_set:
-        update["judge"] = str(manifest["judge_model"])
-    if "rounds" not in params.model_fields_set:
-        update["rounds"] = int(manifest["rounds"])
-    return params.model_copy(update=update) if update else params
 
 
 def same_judge(judge: str, reference: str) -> bool:

@@ -11,8 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.io import seed_from, write_json_atomic
-from pipeline.core.schemas import CallsSchema, read_table, write_table
+from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
 from pipeline.xent.config import load_xent
 from pipeline.xent.schedule import Schedule, build_schedule
 from pipeline.xent.schemas import MovesSchema, RescoreSchema, RewardsSchema, RoundStatusSchema, TokenXentsSchema
@@ -24,13 +23,13 @@ RESCORE_TOLERANCE_BITS = 1e-3
 
 
 def load_schedule(params_path: str, models_path: str) -> Schedule:
-    from pipeline.core.roster import load_models
+    from pipeline.core.models import load_models
 
     return build_schedule(load_xent(params_path), load_models(models_path), source=params_path)
 
 
 def build_stage(params_path: str, models_path: str, game: str, out: str, judge_cache: str | None) -> list[Path]:
-    from pipeline.xent.cli import params_judge
+    from pipeline.xent.judges import params_judge
     from pipeline.xent.maps import build_maps
 
     params = load_xent(params_path)
@@ -44,10 +43,8 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
 
 
 def play_stage(params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str) -> Path:
-    from pipeline.core.llm import Gateway
-    from pipeline.core.players import make_players
-    from pipeline.core.roster import load_models
-    from pipeline.xent.cli import params_judge
+    from pipeline.core.models import Gateway, load_models, make_players
+    from pipeline.xent.judges import params_judge
     from pipeline.xent.play import PlaySettings, job_record, play_job_maps
     from pipeline.xent.settings import differences_note
 
@@ -105,7 +102,7 @@ def _self_rewards(records: list[dict[str, Any]]):  # -> iterator of (keys, rewar
 
 def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> dict[str, Any]:
     """Tables of moves, rewards and per-token xents; every reward re-scored by every judge in large batches."""
-    from pipeline.xent.cli import params_judge
+    from pipeline.xent.judges import params_judge
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)

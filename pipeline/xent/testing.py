@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pipeline.core.io import seed_from
+from pipeline.core.artifacts import seed_from
 from pipeline.core.judge import JudgeFingerprint, XentScore
 
 _TOKENS = re.compile(r"\s*\S+")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coinflip.replay import replays
 from coinflip.schemas import GamesSchema
-from pipeline.core.registry import Benchmark
+from pipeline.core.run import Benchmark
 
 BENCHMARK = Benchmark(
     name="coinflip",

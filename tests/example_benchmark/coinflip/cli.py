@@ -1,4 +1,4 @@
-"""`python -m pipeline coinflip schedule | play | rate | report`: the shared verb set (pipeline/core/verbs.py).
+"""`python -m pipeline coinflip schedule | play | rate | report`: the shared verb set (pipeline/core/run/verbs.py).
 
 pipeline/cli.py adds these commands for every registered benchmark whose package has a `cli` module.
 """
@@ -26,7 +26,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
 def _cmd_play(args: argparse.Namespace) -> int:
     from coinflip.config import load
     from coinflip.play import play
-    from pipeline.core.verbs import job_ids
+    from pipeline.core.run import job_ids
 
     params = load(args.params)
     for game_id in job_ids(args):
@@ -50,12 +50,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.verbs import BenchmarkCommands
+    from pipeline.core.run import BenchmarkCommands
 
-    room = BenchmarkCommands(commands, "coinflip", "Coin flip: the example benchmark")
-    room.schedule(_cmd_schedule)
-    room.play(_cmd_play, "flip scheduled games; write <out>/<game_id>.json", out="results/coinflip/games",
+    bench = BenchmarkCommands(commands, "coinflip", "Coin flip: the example benchmark")
+    bench.schedule(_cmd_schedule)
+    bench.play(_cmd_play, "flip scheduled games; write <out>/<game_id>.json", out="results/coinflip/games",
               out_help="the games folder")
-    room.rate(_cmd_rate, "games.parquet, TrueSkill and metrics.json from every scheduled game")
-    room.report(_cmd_report, "summary.md from the ratings")
-    room.check()
+    bench.rate(_cmd_rate, "games.parquet, TrueSkill and metrics.json from every scheduled game")
+    bench.report(_cmd_report, "summary.md from the ratings")
+    bench.check()

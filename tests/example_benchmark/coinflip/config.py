@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from pipeline.core.params import StrictParams, load_params
+from pipeline.core.artifacts import StrictParams, load_params
 
 
 class CoinflipParams(StrictParams):

@@ -11,9 +11,8 @@ import polars as pl
 
 from coinflip.config import CoinflipParams
 from coinflip.schemas import GamesSchema
-from pipeline.core.io import content_id, seed_from, write_json_atomic
-from pipeline.core.rating import Pairwise, RatingParams, rating_summary
-from pipeline.core.schemas import write_table
+from pipeline.core.artifacts import content_id, seed_from, write_json_atomic, write_table
+from pipeline.core.rating.multipass import Pairwise, RatingParams, rating_summary
 
 
 def schedule(params: CoinflipParams) -> dict[str, tuple[str, str, int]]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pipeline.core.replay import GamePage, ReplaySet, num
-from pipeline.core.room import RoomInputs
+from pipeline.core.artifacts import GamePage, ReplaySet, num
+from pipeline.core.artifacts.results import BenchmarkResults
 
 
-def replays(room: RoomInputs, limit: int = 0) -> ReplaySet | None:
-    games = room.table("games.parquet", ["game_id", "player_a", "player_b", "draw_a", "draw_b", "winner"])
+def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
+    games = bench.table("games.parquet", ["game_id", "player_a", "player_b", "draw_a", "draw_b", "winner"])
     if games is None:
         return None
     rows = list(games.iter_rows(named=True))

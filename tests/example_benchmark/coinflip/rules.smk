@@ -1,5 +1,5 @@
 # Coin flip: one job per scheduled game (named by its content id), then `rate` and `report`, like
-# every benchmark (the verb set: pipeline/core/verbs.py).
+# every benchmark (the verb set: pipeline/core/run/verbs.py).
 from coinflip.config import load as _coinflip_load
 from coinflip.play import schedule as _coinflip_schedule
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandera.polars as pa
 
-from pipeline.core.schemas import StrictTable
+from pipeline.core.artifacts import StrictTable
 
 
 class GamesSchema(StrictTable):

@@ -1,0 +1,995 @@
+"""The model gateway: every model call of every benchmark goes through here.
+
+litellm speaks to every provider (the embedded model included, as the custom provider `local/`).
+Around it the gateway adds what a tournament needs: a disk cache so a rerun never pays twice,
+retries with backoff for transport errors (which never count as a move), provider limits
+(requests and tokens per minute, requests in flight) shared by every job process on the machine
+(pipeline.core.models.limits), and a calls table recording every attempt. A 429 honours `Retry-After`
+and is retried on a time budget (`rate_limit_patience_s`), never on an attempt count.
+Two guards for unattended runs sit at the provider boundary too: a spend ledger shared by all job
+processes with a budget (pipeline.core.models.budget), and seeded fault injection (pipeline.core.models.faults).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, cast
+from unittest import mock
+
+import polars as pl
+
+from pipeline.core.artifacts.io import atomic_open, content_id
+from pipeline.core.artifacts.progress import count_call
+from pipeline.core.models.budget import LEDGER_NAME, SpendLedger, budget_message
+from pipeline.core.models.faults import (
+    TRANSPORT_FAULTS,
+    corrupt_reply,
+    draw_fault,
+    effective_faults,
+    transport_exception,
+)
+from pipeline.core.models.journal import (
+    CallRecord,
+    append_attempt,
+    earlier_attempts,
+    is_provider_attempt,
+    journal_path,
+    new_run_id,
+)
+from pipeline.core.models.journal import settle as settle_journal
+from pipeline.core.models.limits import (
+    STORE_NAME,
+    WINDOW_S,
+    Admission,
+    EffectiveLimits,
+    Ticket,
+    estimate_tokens,
+    shared_limiter,
+)
+from pipeline.core.models.reply_budgets import budget_params, reply_budget
+from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
+
+log = logging.getLogger(__name__)
+
+
+
+def load_litellm() -> Any:
+    """litellm, imported on first use: it takes seconds to import, and a job whose answers all
+    come from the cache (or whose players are all bots) never needs it."""
+    import litellm
+
+    from pipeline.core.models.local import register_local_provider
+
+    litellm.suppress_debug_info = True
+    # Providers that reject a parameter (seed, top_p...) get it dropped instead of failing.
+    litellm.drop_params = True
+    register_local_provider()  # cheap when already registered; tests may reset the provider map
+    return litellm
+
+Message = Mapping[str, str]
+
+#: what a provider sent instead of an answer (the request itself was fine): a connection closed
+#: before the whole reply arrived, a body that is no chat completion (cut or invalid JSON, a choice
+#: without a message), a completion with no choice at all. Retried like transport errors; never a move.
+PROVIDER_FAULT_KINDS = ("connection_closed", "malformed_body", "empty_choices")
+#: error kinds written to the calls table; the transport kinds are retried and never become moves
+TRANSPORT_KINDS = ("timeout", "rate_limit", "server", "connection", *PROVIDER_FAULT_KINDS)
+ERROR_KINDS = (*TRANSPORT_KINDS, "auth", "bad_request", "empty")
+
+#: what to do when a request gives up on each kind of error (the end of its TransportError message)
+GIVE_UP_ADVICE = {
+    "timeout": "the provider answered nothing within gateway.timeout_s; raise it for a slow model, or rerun later",
+    "rate_limit": "the provider refused every request for gateway.rate_limit_patience_s; check the account's "
+                  "limits and lower providers.<prefix>.rpm/tpm in params/models.yaml",
+    "server": "the provider is failing (5xx); check its status page, or raise gateway.retries to ride out an outage",
+    "connection": "the provider could not be reached; check the network and the entry's api_base",
+    "connection_closed": "the provider kept closing the connection mid-reply; check the network, a proxy in "
+                         "between, or the provider's status page",
+    "malformed_body": "the provider kept sending bodies that are no chat completion; check the entry's api_base "
+                      "points at an OpenAI-compatible endpoint (not a proxy's error page)",
+    "empty_choices": "the provider kept answering with no choice at all (often a content filter on the prompt); "
+                     "check the provider's filter settings for this model",
+}
+
+
+class GatewayError(RuntimeError):
+    """A model call that cannot succeed; the message names the roster entry."""
+
+
+class AuthError(GatewayError):
+    """Missing or rejected credentials: never retried, stops the run."""
+
+
+class TransportError(GatewayError):
+    """Retries exhausted on timeouts, 429s or 5xx; a rerun resumes from the cache."""
+
+
+class RequestError(GatewayError):
+    """The provider rejected the request itself (bad parameters, context too long)."""
+
+
+class BudgetExceeded(GatewayError):
+    """The run's spend (the ledger shared by all jobs) reached gateway.budget_usd: no new request
+    was started. The job fails; raise the budget and rerun to resume from the cache."""
+
+
+class ProviderFault(Exception):
+    """A provider reply that is no usable answer (`kind`: one of PROVIDER_FAULT_KINDS), raised while
+    turning a response into an answer; classified and retried like a transport error."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what it was raised from or during, outermost first (cycles cut)."""
+    links: list[BaseException] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(links) < 32:
+        links.append(current)
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return links
+
+
+#: words of litellm's own messages for a 200 whose body is no chat completion (litellm 1.106:
+#: a non-object JSON or HTML body, `choices` not a list, a choice without a message)
+_MALFORMED_WORDS = ("empty or invalid response from llm endpoint", "invalid response object",
+                    "that is not a list")
+
+
+def _kind_from_chain(exc: BaseException) -> str | None:
+    """The kind behind a litellm exception that its class does not tell (a provider fault, a timeout,
+    a connection never made), or None when the provider answered with an HTTP status (the status
+    decides) or nothing in the chain says.
+
+    litellm 1.106 (openai/ models over httpx on aiohttp) raises InternalServerError with status 500 for
+    all of these, whatever really happened, so the cause chain decides:
+    - a JSON body cut short or empty: json.JSONDecodeError ("Unterminated string...", "Expecting value");
+    - a body that is JSON but no completion: litellm's own messages (_MALFORMED_WORDS);
+    - a connection closed before the whole reply: openai.APIConnectionError ("Connection error.") from
+      httpx.ReadError / RemoteProtocolError (aiohttp: ClientPayloadError, ServerDisconnectedError);
+    - a connection never made (refused, DNS): httpx.ConnectError: the `connection` kind;
+    - a read that waited past the timeout: httpx.TimeoutException / openai.APITimeoutError (litellm
+      raises its Timeout for these itself; the chain catches a wrapper that does not).
+    """
+    import httpx
+    import openai
+
+    links = _chain(exc)
+    # a real HTTP error status from the provider: httpx's or the SDK's own status error in the chain
+    # (litellm's exceptions subclass the SDK's and claim a status of their own, so they do not count)
+    if any(isinstance(link, httpx.HTTPStatusError)
+           or isinstance(link, openai.APIStatusError) and type(link).__module__.split(".")[0] == "openai"
+           for link in links):
+        return None
+    for link in links:
+        if isinstance(link, ProviderFault):
+            return link.kind
+    if any(isinstance(link, (httpx.TimeoutException, openai.APITimeoutError)) for link in links):
+        return "timeout"
+    if any(isinstance(link, (httpx.ConnectError, ConnectionRefusedError)) for link in links):
+        return "connection"
+    if any(isinstance(link, json.JSONDecodeError) for link in links):
+        return "malformed_body"
+    dropped: tuple[type[BaseException], ...] = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
+                                                ConnectionResetError, BrokenPipeError)
+    try:
+        import aiohttp
+
+        dropped += (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
+    except ImportError:  # pragma: no cover - litellm installs it
+        pass
+    if any(isinstance(link, dropped) for link in links):
+        return "connection_closed"
+    text = " ".join(str(link) for link in links).lower()
+    if any(words in text for words in _MALFORMED_WORDS):
+        return "malformed_body"
+    if any(isinstance(link, openai.APIConnectionError) for link in links):
+        return "connection"  # the SDK says the connection failed, and nothing more
+    return None
+
+
+def classify_error(exc: BaseException) -> str:
+    """Map a litellm exception (or a ProviderFault of the gateway's own reading) to an error kind of
+    the calls table."""
+    if isinstance(exc, ProviderFault):
+        return exc.kind
+    litellm = load_litellm()
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        return "auth"
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, litellm.RateLimitError):
+        return "rate_limit"
+    found = _kind_from_chain(exc)
+    if found is not None:
+        return found
+    if isinstance(
+        exc,
+        (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError),
+    ):
+        return "server"
+    if isinstance(exc, litellm.APIConnectionError):
+        return "connection"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        if status in (401, 403):
+            return "auth"
+        if status == 429:
+            return "rate_limit"
+        if status == 408:
+            return "timeout"
+        if status >= 500:
+            return "server"
+    return "bad_request"
+
+
+def key_env_names(model: str) -> list[str]:
+    """The environment variables litellm reads a key from for `model` (e.g. OPENAI_API_KEY)."""
+    # validate_environment lists only missing variables, so ask it with the keys hidden.
+    with mock.patch.dict(os.environ, {}, clear=True):
+        missing = load_litellm().validate_environment(model=model).get("missing_keys", [])
+    names = [k for k in missing if "KEY" in k or "TOKEN" in k]
+    return names or [f"{model.split('/', 1)[0].upper()}_API_KEY"]
+
+
+def auth_message(entry: RosterEntry, variables: Sequence[str], detail: str = "") -> str:
+    names = " or ".join(variables)
+    if not detail:
+        return (
+            f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): "
+            f"set the environment variable {names} (export {variables[0]}=...) and rerun"
+        )
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): the provider "
+        f"rejected the key; check the key in {names} (export {variables[0]}=...) and rerun: answered "
+        f"requests come from the cache. Provider said: {detail}"
+    )
+
+
+def request_message(entry: RosterEntry, detail: str) -> str:
+    """A request the provider rejects itself: retrying it unchanged cannot help."""
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}): request rejected (bad_request): {detail}. "
+        "The provider refuses this request itself, so a rerun would send it again unchanged: check the "
+        "entry's model string, sampling and extra in params/models.yaml (and that the prompt fits the "
+        "model's context), then rerun: answered requests come from the cache."
+    )
+
+
+def give_up_message(entry: RosterEntry, attempt: int, kind: str, detail: str) -> str:
+    """A request that failed on every attempt: which entry, which kind of error, what to do."""
+    advice = GIVE_UP_ADVICE.get(kind, "check the provider")
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}): gave up after {attempt} attempts, last error "
+        f"{kind}: {detail}. What to do: {advice}. Then rerun the same command to resume: answered "
+        "requests come from the cache."
+    )
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the top alternatives (natural log)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    finish_reason: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    latency_s: float
+    cache_hit: bool
+    request_id: str
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    # seconds the provider took when it answered (equal to latency_s unless from the cache)
+    answer_latency_s: float = 0.0
+    tokens_reasoning: int | None = None  # hidden reasoning tokens inside tokens_out
+    dropped_params: tuple[str, ...] = ()  # what the provider refused and the gateway dropped
+
+    @property
+    def empty_at_token_limit(self) -> bool:
+        """Cut by the token limit before any visible text: a reasoning model whose hidden reasoning
+        spent the whole budget."""
+        return self.finish_reason == "length" and not self.text.strip()
+
+
+class ResponseCache:
+    """Completed responses on disk, one JSON file per request key.
+
+    Each entry is written to a temp file and renamed into place, so several processes can write at
+    once (the same key always holds an equivalent answer) and a kill mid-write leaves only a stray
+    temp file, never a corrupt entry.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self.path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            log.warning("ignoring unreadable cache entry %s", path)
+            return None
+        return entry if entry.get("key") == key else None
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        with atomic_open(self.path(key), "w") as handle:
+            handle.write(json.dumps({**entry, "key": key}, sort_keys=True, ensure_ascii=False))
+
+
+def request_key(
+    model: str, messages: Sequence[Message], params: Mapping[str, Any], seed: int | None, sample_index: int
+) -> str:
+    """sha256 of everything that decides a reply; keys and secrets are never part of it."""
+    payload = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "params": dict(params),
+        "seed": seed,
+        "sample_index": sample_index,
+    }
+    return content_id(payload, length=64)
+
+
+def completion_request(
+    entry: RosterEntry,
+    messages: Sequence[Message],
+    *,
+    seed: int | None = None,
+    sample_index: int = 0,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    stop: Sequence[str] | None = None,
+    top_logprobs: int | None = None,
+    kind: str = "text",
+    benchmark: str | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(cache key, request params) of one chat request: the one place both are decided, so the
+    run plan (pipeline.core.run.plan) counts cache hits with exactly the keys the gateway uses.
+
+    `max_tokens` is the game's visible budget for this kind of move (None: the game sets none);
+    the entry turns it into what is sent (pipeline.core.models.reply_budgets), a reasoning allowance included.
+    """
+    assert entry.model is not None
+    budget = reply_budget(entry, kind, max_tokens, benchmark)
+    params: dict[str, Any] = {
+        "temperature": entry.sampling.temperature if temperature is None else temperature,
+        "top_p": entry.sampling.top_p,
+        **budget_params(entry, budget),
+    }
+    # only when set: other requests keep their cache keys; Anthropic's thinking budget replaces it
+    if entry.sampling.reasoning_effort is not None and "thinking" not in params:
+        params["reasoning_effort"] = entry.sampling.reasoning_effort
+    if stop:
+        params["stop"] = list(stop)
+    if top_logprobs:
+        params["logprobs"] = True
+        params["top_logprobs"] = int(top_logprobs)
+    return request_key(entry.model, messages, {**params, **entry.extra}, seed, sample_index), params
+
+
+def reply_cap(params: Mapping[str, Any]) -> int:
+    """The token cap a request carries, whichever parameter carries it."""
+    return int(params.get("max_completion_tokens") or params.get("max_tokens") or 0)
+
+
+class RateLimiter:
+    """Spaces request starts at least 60/rpm seconds apart (per provider, per process)."""
+
+    def __init__(self, rpm: float) -> None:
+        self.interval = 60.0 / rpm if rpm > 0 else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class _ProviderGate:
+    semaphore: asyncio.Semaphore
+    limiter: RateLimiter
+
+
+@dataclass
+class CallLog:
+    """Rows of the calls table for one job; bots write here too (cost 0).
+
+    Each provider attempt is also appended, as it happens, to the job's journal (`journal`,
+    pipeline.core.models.journal), so a failed or killed run's attempts reach the job's table when a
+    later run writes it (`job_frame`)."""
+
+    job: str
+    rows: list[CallRecord] = field(default_factory=list)
+    journal: Path | None = None  # None: nothing journaled (a job without a name)
+    run: str = field(default_factory=new_run_id)  # this session's name in the journal
+
+    def add(self, record: CallRecord) -> None:
+        self.rows.append(record)
+        if self.journal is None or not is_provider_attempt(record.cache_hit, record.model):
+            return
+        try:
+            append_attempt(self.journal, self.run, asdict(record))
+        except OSError as exc:  # bookkeeping never stops a game; the table at the end still has the row
+            log.warning("calls journal %s not written (%s); this run's attempts reach its calls table only "
+                        "if the job ends", self.journal, exc)
+            self.journal = None
+
+    def frame(self) -> pl.DataFrame:
+        """This session's rows."""
+        from pipeline.core.artifacts.schemas import CallsSchema, calls_frame
+
+        return CallsSchema.validate(calls_frame([asdict(r) for r in self.rows]))
+
+    def job_frame(self) -> pl.DataFrame:
+        """The job's calls table: the attempts earlier runs journaled and never settled (failed or
+        killed runs of this job), then this session's rows."""
+        from pipeline.core.artifacts.schemas import CallsSchema, calls_frame
+
+        earlier = earlier_attempts(self.journal, self.run, tuple(CallRecord.__dataclass_fields__))
+        return CallsSchema.validate(calls_frame([*earlier, *(asdict(r) for r in self.rows)]))
+
+    def settle(self) -> None:
+        """The job's table is written: its journal is no longer needed."""
+        settle_journal(self.journal)
+
+
+def _usage(response: Any) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return 0, 0
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+def _reasoning_tokens(response: Any) -> int | None:
+    """Hidden reasoning tokens of an answer (inside completion_tokens), or None when not reported."""
+    details = getattr(getattr(response, "usage", None), "completion_tokens_details", None)
+    if isinstance(details, dict):
+        value = details.get("reasoning_tokens")
+    else:
+        value = getattr(details, "reasoning_tokens", None)
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+#: request parameters a provider may refuse for some models (reasoning models refuse a temperature
+#: other than 1, top_p, logprobs, stop...): dropped and sent again, never fatal
+DROPPABLE_PARAMS = ("temperature", "top_p", "top_logprobs", "logprobs", "stop", "seed", "reasoning_effort",
+                    "presence_penalty", "frequency_penalty")
+_REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "only the default", "not allowed",
+                  "not available", "isn't supported", "is not permitted")
+
+
+def refused_params(exc: BaseException, sent: Mapping[str, Any], seed: int | None) -> set[str]:
+    """The parameters a provider's 400 refuses, among those sent (empty: not a refusal of one).
+
+    OpenAI-style: "Unsupported value: 'temperature' does not support 0.7 with this model",
+    "logprobs are not supported with reasoning models", "Unsupported parameter: 'max_tokens' ...
+    Use 'max_completion_tokens' instead."
+    """
+    text = str(exc).lower()
+    if not any(word in text for word in _REFUSAL_WORDS):
+        return set()
+    names = [*sent, *(["seed"] if seed is not None else [])]
+    found = {name for name in names if name in DROPPABLE_PARAMS + ("max_tokens",) and name in text}
+    if "top_logprobs" in found or "logprobs" in found:
+        found |= {"logprobs", "top_logprobs"} & set(sent)
+    if "max_tokens" in found and "max_completion_tokens" not in text:
+        found.discard("max_tokens")  # a refusal of the cap's size, not of the parameter
+    return found
+
+
+def without_refused(params: Mapping[str, Any], refused: set[str]) -> dict[str, Any]:
+    """`params` as the provider accepts them: refused ones dropped, a refused `max_tokens` sent as
+    `max_completion_tokens`."""
+    kept = {k: v for k, v in params.items() if k not in refused}
+    if "max_tokens" in refused and "max_tokens" in params:
+        kept["max_completion_tokens"] = params["max_tokens"]
+    return kept
+
+
+def _cost(response: Any, entry: RosterEntry, settings: GatewaySettings | None = None) -> float | None:
+    if entry.provider == "local":
+        return 0.0
+    price = settings.prices.get(entry.model or "") if settings is not None else None
+    if price is not None:
+        tokens_in, tokens_out = _usage(response)
+        return (tokens_in * price.input_usd_per_mtok + tokens_out * price.output_usd_per_mtok) / 1e6
+    # litellm prices every answer once already: pricing it again costs ms of CPU per call
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if "response_cost" in hidden:
+        priced = hidden["response_cost"]
+        return float(priced) if isinstance(priced, (int, float)) else None
+    try:
+        return float(load_litellm().completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - litellm raises many kinds for an unpriced model
+        return None  # unknown price: null, never a made-up 0
+
+
+def choice_logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if content is None and isinstance(getattr(choice, "logprobs", None), dict):
+        content = choice.logprobs.get("content")
+    if not content:
+        return None
+    rows = []
+    for item in content:
+        get = item.get if isinstance(item, dict) else lambda k, _i=item: getattr(_i, k, None)
+        tops = get("top_logprobs") or []
+        rows.append(
+            {
+                "token": get("token"),
+                "logprob": float(cast(float, get("logprob"))),  # litellm always sets it
+                "top": [
+                    [t["token"] if isinstance(t, dict) else t.token,
+                     float(t["logprob"] if isinstance(t, dict) else t.logprob)]
+                    for t in tops
+                ],
+            }
+        )
+    return rows
+
+
+def supports_top_logprobs(entry: RosterEntry) -> bool | None:
+    """Whether litellm says this entry's provider returns top log-probabilities: False for a
+    provider it knows without them (anthropic, gemini, ollama_chat, ...), None when it cannot tell
+    (custom providers such as `local/`: the first reply decides), True otherwise; bots: None."""
+    if entry.is_bot or entry.model is None:
+        return None
+    provider, _, model = entry.model.partition("/")
+    try:
+        supported = load_litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # noqa: BLE001 - an unknown provider is decided by its first reply
+        return None
+    if not isinstance(supported, list):
+        return None
+    return "top_logprobs" in supported
+
+
+def read_answer(response: Any) -> tuple[Any, str, str]:
+    """(the first choice, its text, its finish_reason) of a reply, or ProviderFault when the reply
+    holds no answer: `empty_choices` (no choice at all), `malformed_body` (a choice without a message
+    object, a content that is not text, anything else this cannot read).
+
+    A message whose content is null or missing is an answer: the model said nothing (a reasoning
+    model whose hidden reasoning spent the cap gives content null with finish_reason "length"); it is
+    recorded as the `empty` reply and becomes the move, as a provider's empty string does.
+    """
+    try:
+        choices = getattr(response, "choices", None)
+        if choices is None and isinstance(response, Mapping):
+            choices = response.get("choices")
+        if choices is None or isinstance(choices, (str, bytes)) or not isinstance(choices, Sequence):
+            raise ProviderFault("malformed_body", f"the reply has no list of choices ({type(choices).__name__})")
+        if len(choices) == 0:
+            raise ProviderFault("empty_choices", "the provider answered with `choices: []` (no answer)")
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, Mapping) else getattr(choice, "message", None)
+        if message is None:
+            raise ProviderFault("malformed_body", "the first choice has no message object")
+        content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+        if content is not None and not isinstance(content, str):
+            raise ProviderFault("malformed_body", f"the message content is {type(content).__name__}, not text")
+        finish = choice.get("finish_reason") if isinstance(choice, Mapping) else getattr(choice, "finish_reason", None)
+        return choice, content or "", str(finish or "stop")
+    except ProviderFault:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever cannot be read is no answer
+        raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
+
+
+def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) -> Completion:
+    lps = entry.get("logprobs")
+    return Completion(
+        text=entry["text"],
+        finish_reason=entry.get("finish_reason") or "stop",
+        tokens_in=entry.get("tokens_in", 0),
+        tokens_out=entry.get("tokens_out", 0),
+        cost_usd=0.0 if cache_hit else entry.get("cost_usd"),
+        latency_s=latency_s,
+        cache_hit=cache_hit,
+        request_id=entry["key"][:16],
+        answer_latency_s=float(entry.get("latency_s", latency_s)),
+        tokens_reasoning=entry.get("tokens_reasoning"),
+        dropped_params=tuple(entry.get("dropped_params") or ()),
+        logprobs=None
+        if lps is None
+        else tuple(TokenLogprob(r["token"], r["logprob"], tuple(map(tuple, r["top"]))) for r in lps),
+    )
+
+
+class Gateway:
+    """Sends chat requests for roster entries through litellm, with cache, limits and retries."""
+
+    def __init__(
+        self,
+        models: ModelsParams,
+        *,
+        job: str = "",
+        cache_dir: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] = ".",
+        read_cache: bool = True,
+    ) -> None:
+        self.models = models
+        self.settings: GatewaySettings = models.gateway
+        directory = Path(cache_dir) if cache_dir is not None else Path(root) / self.settings.cache_dir
+        self.cache = ResponseCache(directory)
+        self.read_cache = read_cache  # False: always ask the provider (answers are still stored)
+        self.log = CallLog(job=job, journal=journal_path(directory, job))  # journal: beside the cache
+        self.faults = effective_faults(self.settings.faults)
+        ledger = Path(root) / self.settings.ledger if self.settings.ledger else directory / LEDGER_NAME
+        self.ledger = SpendLedger(ledger)
+        self._gates: dict[tuple[int, str], _ProviderGate] = {}
+        # beside the cache, not in it: the cache holds only answers
+        self.limit_store = Path(root) / self.settings.limit_store if self.settings.limit_store else directory.parent / STORE_NAME
+        self._checked: set[str] = set()
+        self._refused: dict[str, set[str]] = {}  # per roster entry: parameters its provider refused
+        # jitter only spreads retries in time; it never touches what is asked or answered
+        self._jitter = random.Random(0)
+
+    # -- limits -----------------------------------------------------------------
+    def _gate(self, provider: str) -> _ProviderGate:
+        loop_key = (id(asyncio.get_running_loop()), provider)
+        gate = self._gates.get(loop_key)
+        if gate is None:
+            limits: ProviderLimits = self.models.limits_for(provider)
+            gate = _ProviderGate(asyncio.Semaphore(limits.max_concurrency), RateLimiter(limits.rpm))
+            self._gates[loop_key] = gate
+        return gate
+
+    def _preflight(self, entry: RosterEntry) -> dict[str, Any]:
+        """Fail fast, before any request, when the entry's key is not in the environment."""
+        kwargs: dict[str, Any] = {}
+        if entry.api_key_env:
+            value = os.environ.get(entry.api_key_env)
+            if not value:
+                raise AuthError(auth_message(entry, [entry.api_key_env]))
+            kwargs["api_key"] = value
+        elif entry.name not in self._checked and entry.provider != "local" and "mock_response" not in entry.extra:
+            missing = load_litellm().validate_environment(model=entry.model).get("missing_keys", [])
+            keys = [k for k in missing if "KEY" in k or "TOKEN" in k]
+            if keys:
+                raise AuthError(auth_message(entry, keys))
+        self._checked.add(entry.name)
+        return kwargs
+
+    # -- the call -----------------------------------------------------------------
+    async def complete(
+        self,
+        entry: RosterEntry,
+        messages: Sequence[Message],
+        *,
+        seed: int | None = None,
+        sample_index: int = 0,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+        top_logprobs: int | None = None,
+        kind: str = "text",
+        benchmark: str | None = None,
+    ) -> Completion:
+        """One chat completion for `entry`, from the cache when this exact request was answered.
+
+        `max_tokens` is the game's visible budget for this `kind` of move (None: the game sets
+        none); the entry's budgets decide what is sent (pipeline.core.models.reply_budgets)."""
+        if entry.is_bot:
+            raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
+        assert entry.model is not None
+        key, params = completion_request(
+            entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
+            temperature=temperature, stop=stop, top_logprobs=top_logprobs, kind=kind, benchmark=benchmark,
+        )
+
+        started = time.monotonic()
+        cached = self.cache.get(key) if self.read_cache else None
+        if cached is not None:
+            completion = _to_completion(cached, cache_hit=True, latency_s=time.monotonic() - started)
+            empty = None if completion.text.strip() else "empty"  # as when it was first answered
+            self._record(entry, completion.request_id, 0, completion, empty, cached.get("fault"))
+            return completion
+
+        auth_kwargs = self._preflight(entry)
+        if entry.provider == "local":
+            # load outside the timed call so latency_s measures answering, not loading
+            from pipeline.core.models.local import local_model
+
+            try:
+                await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
+            except load_litellm().BadRequestError as exc:
+                raise RequestError(request_message(entry, _short(exc))) from None
+        attempt = 0
+        first_refusal: float | None = None  # when this request first met a 429
+        tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), reply_cap(params))
+        refused = self._refused.setdefault(entry.name, set())  # what this provider refused for this entry
+        refusals = 0
+        while True:
+            attempt += 1
+            sent = without_refused(params, refused)
+            async with self._admitted(entry, tokens_guess) as admission:
+                self._check_budget(entry)
+                fault = draw_fault(self.faults, key, attempt) if self.faults.active else None
+                started = time.monotonic()
+                try:
+                    if self.faults.delay_s:
+                        await asyncio.sleep(self.faults.delay_s)
+                    if fault in TRANSPORT_FAULTS:
+                        raise transport_exception(fault, entry.model, entry.provider)
+                    response = await load_litellm().acompletion(
+                        model=entry.model,
+                        messages=[dict(m) for m in messages],
+                        seed=None if "seed" in refused else seed,
+                        timeout=self.settings.timeout_s,
+                        num_retries=0,
+                        **sent,
+                        **entry.extra,
+                        **auth_kwargs,
+                    )
+                    latency = time.monotonic() - started
+                    # inside the try: a reply that is no answer is classified and retried, never raw
+                    dropped = sorted(set(params) & refused | ({"seed"} & refused if seed is not None else set()))
+                    stored, spent = self._answer_entry(entry, key, response, fault, params, top_logprobs, latency,
+                                                       dropped)
+                except Exception as exc:  # noqa: BLE001 - classified below
+                    latency = time.monotonic() - started
+                    kind = classify_error(exc)
+                    self._record_error(entry, key, attempt, latency, kind, fault if fault in TRANSPORT_FAULTS else None)
+                    if kind == "auth":
+                        variables = [entry.api_key_env] if entry.api_key_env else key_env_names(entry.model)
+                        raise AuthError(auth_message(entry, variables, _short(exc))) from None
+                    # what this attempt sent and the provider refused (a concurrent request may
+                    # have learnt it meanwhile: the next attempt leaves it out all the same)
+                    newly = refused_params(exc, sent, None if "seed" in refused else seed)
+                    if kind == "bad_request" and newly and refusals < len(DROPPABLE_PARAMS):
+                        # a parameter this model refuses: dropped, recorded, sent again at once
+                        refusals += 1
+                        if newly - refused:
+                            log.warning("%s: the provider refused %s; sent again without", entry.name,
+                                        ", ".join(sorted(newly - refused)))
+                        refused |= newly
+                        continue
+                    if kind not in TRANSPORT_KINDS:
+                        raise RequestError(request_message(entry, _short(exc))) from None
+                    retry_after = retry_after_s(exc)
+                    if kind == "rate_limit":
+                        admission.outcome, admission.retry_after_s = "rate_limit", retry_after
+                        first_refusal = first_refusal or time.time()
+                    if await self._give_up(entry, kind, attempt, first_refusal):
+                        raise TransportError(give_up_message(entry, attempt, kind, _short(exc))) from None
+                    delay = max(self._backoff(attempt), retry_after or 0.0, 0.05 if kind == "rate_limit" else 0.0)
+                else:
+                    admission.outcome = "ok"
+                    admission.tokens = (stored["tokens_in"] + stored["tokens_out"]) or None
+                    # recorded before the slot is given back: a request waiting for it checks the
+                    # budget against a ledger that already holds this answer's spend. On a worker
+                    # thread: both writes fsync, which would stall every other game on this loop.
+                    await asyncio.to_thread(self._persist, key, stored, spent)
+                    break
+            log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
+            await asyncio.sleep(delay)
+
+        text = stored["text"]
+        completion = _to_completion({**stored, "key": key}, cache_hit=False, latency_s=latency)
+        self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
+        return completion
+
+    def _answer_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
+                      params: dict[str, Any], top_logprobs: Any, latency: float,
+                      dropped: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the answer as the cache keeps it, its spend-ledger line) of a provider's reply; a reply
+        that holds no answer, or anything in it that cannot be read, raises ProviderFault."""
+        try:
+            return self._read_entry(entry, key, response, fault, params, top_logprobs, latency, dropped)
+        except ProviderFault:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an unreadable reply is no answer: retried, never raw
+            raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
+
+    def _read_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
+                    params: dict[str, Any], top_logprobs: Any, latency: float,
+                    dropped: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        choice, text, finish_reason = read_answer(response)
+        if fault is not None:  # a content fault: this is what the model "said"
+            text, finish_reason = corrupt_reply(fault, text, key, reply_cap(params) or None)
+        tokens_in, tokens_out = _usage(response)
+        if tokens_in < 0 or tokens_out < 0:
+            raise ProviderFault("malformed_body", f"negative token counts in usage ({tokens_in}, {tokens_out})")
+        reasoning = _reasoning_tokens(response)
+        stored: dict[str, Any] = {
+            "model": entry.model,
+            "text": text,
+            "finish_reason": finish_reason,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": _cost(response, entry, self.settings),
+            "logprobs": choice_logprobs(choice) if top_logprobs else None,
+            "latency_s": latency,
+            "fault": fault,
+        }
+        # only when there is something to say: answers of other models keep their cached form
+        if reasoning is not None:
+            stored["tokens_reasoning"] = reasoning
+        if dropped:
+            stored["dropped_params"] = list(dropped)
+        spent = {
+            "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
+            "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "tokens_reasoning": reasoning,
+        }
+        return stored, spent
+
+    def _admitted(self, entry: RosterEntry, tokens: int) -> AbstractAsyncContextManager[Admission]:
+        """Wait until the provider's limits allow one more request to start."""
+        limits = self.models.limits_for(entry.provider)
+        if entry.provider == "local":
+            return self._process_admission(entry.provider)  # each process holds its own model
+        effective = EffectiveLimits.of(limits, self.settings.limit_share, self.settings.timeout_s + WINDOW_S)
+        return shared_limiter(self.limit_store).admitted(entry.provider, effective, tokens)
+
+    @asynccontextmanager
+    async def _process_admission(self, provider: str) -> AsyncIterator[Admission]:
+        gate = self._gate(provider)
+        async with gate.semaphore:
+            await gate.limiter.wait()
+            yield Admission(Ticket(provider, 0, 0))
+
+    async def _give_up(self, entry: RosterEntry, kind: str, attempt: int, first_refusal: float | None) -> bool:
+        """429s: give up only once the provider has answered nobody for rate_limit_patience_s
+        (a time budget: a busy provider that still answers others is waited for). Other
+        transport errors: after `retries` retries."""
+        if kind != "rate_limit":
+            return attempt > self.settings.retries
+        if entry.provider == "local":
+            last = 0.0
+        else:
+            last = await shared_limiter(self.limit_store).last_answer(entry.provider)
+        quiet_since = max(last, first_refusal or 0.0)
+        return time.time() - quiet_since > self.settings.rate_limit_patience_s
+
+    def _persist(self, key: str, stored: dict[str, Any], spent: dict[str, Any]) -> None:
+        self.cache.put(key, stored)
+        # after the cache: a kill between the two loses a ledger line, never a paid answer
+        self.ledger.append(spent)
+
+    def _check_budget(self, entry: RosterEntry | None = None) -> None:
+        budget = self.settings.budget_usd
+        if budget is None:
+            return
+        spent = self.ledger.total_usd()
+        if spent >= budget:
+            text = budget_message(spent, budget, self.ledger.path)
+            if entry is not None:  # which request stopped (kind: budget), after the message the CLI shows
+                text += f" Stopped before a request of roster entry {entry.name!r} (model {entry.model}) (budget)."
+            raise BudgetExceeded(text)
+
+    def _backoff(self, attempt: int) -> float:
+        base = self.settings.backoff_base_s * (2 ** (attempt - 1))
+        return min(self.settings.backoff_max_s, base) * (0.5 + 0.5 * self._jitter.random())
+
+    def _record(
+        self,
+        entry: RosterEntry,
+        request_id: str,
+        attempt: int,
+        c: Completion,
+        kind: str | None,
+        fault: str | None = None,
+    ) -> None:
+        count_call(cache_hit=c.cache_hit, cost_usd=c.cost_usd)  # the stage's progress display
+        self.log.add(
+            CallRecord(
+                job=self.log.job,
+                roster_name=entry.name,
+                model=entry.model_string,
+                request_id=request_id,
+                attempt=attempt,
+                tokens_in=c.tokens_in,
+                tokens_out=c.tokens_out,
+                cost_usd=c.cost_usd,
+                latency_s=c.latency_s,
+                cache_hit=c.cache_hit,
+                error_kind=kind,
+                fault=fault,
+                tokens_reasoning=c.tokens_reasoning,
+                finish_reason=c.finish_reason,
+                dropped_params=",".join(c.dropped_params) or None,
+            )
+        )
+
+    def _record_error(
+        self, entry: RosterEntry, key: str, attempt: int, latency: float, kind: str, fault: str | None = None
+    ) -> None:
+        self.log.add(
+            CallRecord(
+                self.log.job, entry.name, entry.model_string, key[:16], attempt, 0, 0, 0.0, latency, False, kind, fault
+            )
+        )
+
+    def record_bot(self, entry: RosterEntry, request_id: str, latency_s: float) -> None:
+        """Bots answer without a provider; they still appear in the calls table at zero cost."""
+        self.log.add(
+            CallRecord(self.log.job, entry.name, entry.model_string, request_id, 1, 0, 0, 0.0, latency_s, False, None)
+        )
+
+    def calls_frame(self) -> pl.DataFrame:
+        """This gateway's calls (this run of the job)."""
+        return self.log.frame()
+
+    def write_calls(self, path: str | os.PathLike[str]) -> None:
+        """The job's calls table: every attempt, those of its earlier failed or killed runs first
+        (journaled as they happened), then this run's; the journal is then settled."""
+        from pipeline.core.artifacts.schemas import CallsSchema, write_table
+
+        write_table(path, self.log.job_frame(), CallsSchema)
+        self.log.settle()
+
+    def complete_sync(self, entry: RosterEntry, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        return asyncio.run(self.complete(entry, messages, **kwargs))
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (`Retry-After`: seconds or an HTTP date;
+    `retry-after-ms`), or None when it did not say."""
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if not headers:
+            continue
+        try:
+            lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+        except (TypeError, ValueError):
+            continue
+        if "retry-after-ms" in lowered:
+            try:
+                return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+            except ValueError:
+                pass
+        value = lowered.get("retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+

@@ -1,0 +1,208 @@
+"""Roster entries become Player objects: a language model behind the gateway, or a scripted bot.
+
+Games talk to every player through `Player.act(MoveRequest) -> Reply`, so a game never needs a
+special case for bots. A request carries the chat messages a model sees and, for bots, the list of
+valid moves and a structured view of the game state (`state`), which models never see.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.core.artifacts.io import content_id, seed_from
+from pipeline.core.models.gateway import Gateway, Message, TokenLogprob
+from pipeline.core.models.roster import ModelsParams, RosterEntry
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    """What a game asks of a player for one move."""
+
+    messages: Sequence[Message]
+    key: str  # unique within the job, e.g. "round3/vote/P2"; seeds the reply
+    kind: str = "text"  # what is asked: "statement", "vote", "answer", ...
+    choices: tuple[str, ...] = ()  # the valid moves, when they can be listed
+    max_words: int | None = None
+    # the game's visible reply budget for this kind of move, as its reference allows (None: none);
+    # the player's roster entry decides what is sent (pipeline.core.models.reply_budgets)
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    top_logprobs: int | None = None
+    sample_index: int = 0
+    state: Mapping[str, Any] = field(default_factory=dict)  # game view for bots only
+
+
+@dataclass(frozen=True)
+class Reply:
+    player: str
+    text: str
+    cache_hit: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    # seconds the answer took when it was produced (a cached answer keeps its recorded time, so
+    # time limits judge a rerun exactly as they judged the first run)
+    latency_s: float = 0.0
+    finish_reason: str = "stop"  # "length": the token limit cut the reply (a bot never is)
+
+    @property
+    def empty_at_token_limit(self) -> bool:
+        """Cut by the token limit before any visible text: what a reasoning model returns when its
+        hidden reasoning spent the whole budget. Not the model's move: games record it as such."""
+        return self.finish_reason == "length" and not self.text.strip()
+
+
+class Player(ABC):
+    """One roster entry in one job."""
+
+    def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> None:
+        self.entry = entry
+        self.gateway = gateway
+        self.job_seed = job_seed
+        self.game = game  # the benchmark: its name keys the entry's per-move budgets (`elimination.vote`)
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def is_bot(self) -> bool:
+        return self.entry.is_bot
+
+    def seed_for(self, request: MoveRequest) -> int:
+        return seed_from(self.job_seed, self.name, request.key, request.sample_index)
+
+    @abstractmethod
+    async def act(self, request: MoveRequest) -> Reply: ...
+
+
+class ModelPlayer(Player):
+    """A language model answering through the gateway (cached, retried, rate limited)."""
+
+    async def act(self, request: MoveRequest) -> Reply:
+        completion = await self.gateway.complete(
+            self.entry,
+            request.messages,
+            seed=self.seed_for(request) % (2**31),
+            sample_index=request.sample_index,
+            max_tokens=request.max_tokens,
+            stop=request.stop or None,
+            top_logprobs=request.top_logprobs,
+            kind=request.kind,
+            benchmark=self.game,
+        )
+        return Reply(
+            player=self.name,
+            text=completion.text,
+            cache_hit=completion.cache_hit,
+            tokens_in=completion.tokens_in,
+            tokens_out=completion.tokens_out,
+            logprobs=completion.logprobs,
+            latency_s=completion.answer_latency_s,
+            finish_reason=completion.finish_reason,
+        )
+
+
+@dataclass(frozen=True)
+class BotReply:
+    """A bot's move with the next-token log-probabilities a model would have given (for games
+    that score from log-probabilities); a policy may return this instead of plain text."""
+
+    text: str
+    logprobs: tuple[TokenLogprob, ...]
+
+
+#: A bot policy answers a request with text (or a BotReply), drawing randomness only from `rng`.
+BotPolicy = Callable[[MoveRequest, random.Random], "str | BotReply"]
+BotFactory = Callable[[Mapping[str, Any]], BotPolicy]
+
+_BOTS: dict[tuple[str | None, str], BotFactory] = {}
+
+
+def register_bot(name: str, game: str | None = None) -> Callable[[BotFactory], BotFactory]:
+    """Register a bot factory; `game` scopes a heuristic bot to one benchmark."""
+
+    def decorate(factory: BotFactory) -> BotFactory:
+        _BOTS[(game, name)] = factory
+        return factory
+
+    return decorate
+
+
+def known_bots(game: str | None = None) -> list[str]:
+    return sorted({n for (g, n) in _BOTS if g is None or g == game})
+
+
+def is_generic_bot(name: str) -> bool:
+    """True when the bot plays every game (e.g. `random`), not one benchmark's heuristic."""
+    return (None, name) in _BOTS
+
+
+def bot_policy(entry: RosterEntry, game: str | None) -> BotPolicy:
+    assert entry.bot is not None
+    factory = _BOTS.get((game, entry.bot)) or _BOTS.get((None, entry.bot))
+    if factory is None:
+        where = f" for game {game!r}" if game else ""
+        raise ValueError(
+            f"params/models.yaml: roster entry {entry.name!r}: unknown bot {entry.bot!r}{where}; "
+            f"known: {', '.join(known_bots(game))}"
+        )
+    return factory(entry.bot_options)
+
+
+class BotPlayer(Player):
+    """A scripted player: deterministic given the job seed and the request key."""
+
+    def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None) -> None:
+        super().__init__(entry, gateway, job_seed, game)
+        self.policy = bot_policy(entry, game)
+
+    async def act(self, request: MoveRequest) -> Reply:
+        started = time.monotonic()
+        move = self.policy(request, random.Random(self.seed_for(request)))
+        elapsed = time.monotonic() - started
+        self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), elapsed)
+        if isinstance(move, BotReply):
+            logprobs = move.logprobs if request.top_logprobs else None
+            return Reply(player=self.name, text=move.text, logprobs=logprobs, latency_s=elapsed)
+        return Reply(player=self.name, text=move, latency_s=elapsed)
+
+
+# Words for free-text moves of the random bot: neutral, so it neither helps nor hurts by meaning.
+_FILLER_WORDS = (
+    "apple river stone cloud garden window paper orange music silver forest candle bridge "
+    "yellow ocean pencil winter market ladder planet coffee basket thunder mirror castle"
+).split()
+
+
+@register_bot("random")
+def random_bot(options: Mapping[str, Any]) -> BotPolicy:
+    """A uniformly random valid move; free text is a few random filler words."""
+    words = int(options.get("words", 8))
+
+    def policy(request: MoveRequest, rng: random.Random) -> str:
+        if request.choices:
+            return rng.choice(request.choices)
+        limit = min(words, request.max_words) if request.max_words else words
+        return " ".join(rng.choice(_FILLER_WORDS) for _ in range(max(1, limit)))
+
+    return policy
+
+
+def make_player(entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> Player:
+    if entry.is_bot:
+        return BotPlayer(entry, gateway, job_seed, game)
+    return ModelPlayer(entry, gateway, job_seed, game)
+
+
+def make_players(
+    models: ModelsParams, gateway: Gateway, job_seed: int, names: Sequence[str] | None = None, game: str | None = None
+) -> dict[str, Player]:
+    """Players for `names` (default: the whole roster), keyed by roster name."""
+    entries = [models.entry(n) for n in names] if names is not None else list(models.roster)
+    return {e.name: make_player(e, gateway, job_seed, game) for e in entries}

@@ -1,0 +1,162 @@
+"""`python -m pipeline run TARGET...`: Snakemake with the project's profile, safe to rerun after a crash.
+
+- Jobs at once come from `parallel.jobs` in params/models.yaml (default: the machine's CPUs), so
+  no stage command (dvc.yaml) fixes `--cores`.
+- A run killed with SIGKILL (a crash, a lost node) leaves Snakemake's lock in `.snakemake/locks`
+  and the next run would stop with LockException until `--unlock`. This command holds a `flock`
+  on `.snakemake/pipeline-run.lock` for the whole run (Snakemake inherits it, and the kernel
+  drops it when the processes die), and also looks for a Snakemake process working in this
+  folder. When neither is alive the lock is stale: it runs `snakemake --unlock` and goes on.
+  When a run is alive it refuses, naming its process id: two runs never write the same files.
+- While Snakemake runs, it prints the stage's progress (pipeline.core.artifacts.progress) when stderr is a
+  terminal.
+- `--params DIR` (or PIPELINE_PARAMS=DIR) reads every params file from DIR instead of params/ (e.g.
+  params/paper): Snakemake gets `--config params=DIR` (the Snakefile's PARAMS_DIR).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pipeline.core.artifacts.progress import PROGRESS_ENV, stage_progress
+from pipeline.core.run.workflow import DEFAULT_PARAMS, check_chosen_params_dir, params_config, params_dir
+
+LOCK_NAME = "pipeline-run.lock"
+# arguments after which Snakemake runs nothing, so no lock is involved
+_HARMLESS = {"-n", "--dry-run", "--dryrun", "--unlock", "--list", "-l", "--summary", "-S", "--lint"}
+_JOB_FLAGS = {"--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile"}
+
+
+class RunRefused(RuntimeError):
+    """Another run is alive in this project folder."""
+
+
+def snakemake_processes(root: Path, exclude: set[int]) -> list[int]:
+    """Ids of live Snakemake processes (not dry runs) whose working folder is `root`."""
+    found = []
+    target = root.resolve()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in exclude:
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            cwd = (entry / "cwd").resolve()
+        except (OSError, RuntimeError):
+            continue
+        words = [a.decode("utf-8", "replace") for a in argv if a]
+        if cwd != target or not any(Path(w).name == "snakemake" or w == "snakemake" for w in words[:3]):
+            continue
+        if _HARMLESS.intersection(words):
+            continue
+        found.append(int(entry.name))
+    return sorted(found)
+
+
+def take_run_lock(root: Path) -> int:
+    """The run's flock (a file descriptor), or RunRefused naming the live run."""
+    folder = root / ".snakemake"
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise RunRefused(
+            f"another run is working in {root.resolve()} (process {holder}); wait for it to end or stop it, "
+            "then rerun this command"
+        ) from None
+    others = snakemake_processes(root, exclude={os.getpid()})
+    if others:
+        os.close(fd)
+        raise RunRefused(
+            f"a Snakemake run is working in {root.resolve()} (process {', '.join(map(str, others))}); wait for "
+            "it to end or stop it, then rerun this command"
+        )
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+    return fd
+
+
+def clear_stale_lock(root: Path, targets: Sequence[str], say: Callable[[str], None]) -> None:
+    """Called with the run lock held and no Snakemake alive here: any Snakemake lock is stale."""
+    locks = root / ".snakemake" / "locks"
+    if locks.is_dir() and any(locks.iterdir()):
+        say("removing the lock of an earlier run that did not end cleanly (killed or crashed)")
+        subprocess.run([sys.executable, "-m", "snakemake", "--unlock", *targets], cwd=root, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def with_params_config(args: Sequence[str], params: str) -> list[str]:
+    """`args` choosing the params directory: `--config params=DIR` (merged into a --config of the
+    user's own, which takes several KEY=VALUE)."""
+    words = list(args)
+    config = params_config(params)
+    if not config:
+        return words
+    for i, word in enumerate(words):
+        if word in ("--config", "-C"):
+            return [*words[: i + 1], config[1], *words[i + 1:]]
+    return [*words, *config]
+
+
+def default_jobs(root: Path, params: str = DEFAULT_PARAMS) -> int:
+    from pipeline.core.models.roster import load_models
+
+    jobs = load_models(root / params / "models.yaml").parallel.jobs
+    return jobs or os.cpu_count() or 1
+
+
+def say(message: str) -> None:
+    print(f"pipeline run: {message}", file=sys.stderr, flush=True)
+
+
+def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Path("."),
+                  interval_s: float = 5.0, params: str | None = None) -> int:
+    """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params)."""
+    params = params_dir(params)
+    check_chosen_params_dir(params, root, targets=targets)  # a bad params file stops here, named
+    fd = take_run_lock(root)
+    try:
+        clear_stale_lock(root, targets, say)
+        # the shared flags (rerun triggers, --rerun-incomplete) come from the workflow profile
+        # profiles/default, which Snakemake loads by itself
+        args = with_params_config([*targets, *extra], params)
+        if not _JOB_FLAGS.intersection(a.split("=", 1)[0] for a in extra):
+            args += ["--cores", str(default_jobs(root, params))]
+        progress_dir = root / ".snakemake" / "pipeline-progress" / str(os.getpid())
+        progress_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, PROGRESS_ENV: str(progress_dir.resolve())}
+        process = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=root, env=env, pass_fds=(fd,))
+        return _watch(process, progress_dir, targets, root, interval_s)
+    finally:
+        os.close(fd)
+
+
+def _watch(process: subprocess.Popen[bytes], folder: Path, targets: Sequence[str], root: Path,
+           interval_s: float) -> int:
+    label = " ".join(targets) or "all"
+    benches = sorted({t.split("_", 1)[0] for t in targets if "_" in t and "/" not in t}) or None
+    started = time.monotonic()
+    baseline: tuple[int, float] | None = None
+    show = sys.stderr.isatty()  # quiet in logs: Snakemake's own output says enough there
+    while True:
+        try:
+            code = process.wait(timeout=interval_s)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        state = stage_progress(folder, benches, started, baseline, root)
+        if baseline is None and state.games_total:
+            baseline = (state.games_done, time.monotonic())
+        if show:
+            print(state.line(label), file=sys.stderr, flush=True)
+    if show:
+        print(stage_progress(folder, benches, started, baseline, root).line(label), file=sys.stderr, flush=True)
+    return code

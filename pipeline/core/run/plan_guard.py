@@ -1,0 +1,83 @@
+"""Making the plan, saving it, guarding a run with it, and comparing it with the spend after."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.artifacts.io import write_json_atomic
+from pipeline.core.models.roster import load_models
+from pipeline.core.run.plan import (
+    Plan,
+    PlannedJob,
+    compare,
+    dry_run,
+    jobs_of_dag,
+    load_plan_json,
+    make_plan,
+    render_compare,
+    render_plan,
+    save_plan,
+    save_unfinished,
+    what_to_cut,
+)
+from pipeline.core.run.plan_estimators import PlanContext, estimate_jobs
+from pipeline.core.run.workflow import DEFAULT_PARAMS, check_chosen_params_dir, params_config
+
+DEFAULT_OUT = "results/plan"
+
+
+class PlanOverBudget(RuntimeError):
+    """The plan of a run costs more than the budget has left: nothing was started."""
+
+
+def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str | Path = ".",
+              models_path: str | None = None, params_dir: str = DEFAULT_PARAMS) -> Plan:
+    """The plan of `jobs`, estimated from the params of `params_dir` (the roster: its models.yaml,
+    unless `models_path` names another)."""
+    models_path = models_path or f"{params_dir}/models.yaml"
+    models = load_models(Path(root) / models_path)
+    context = PlanContext(Path(root), models, models_path, params_dir=params_dir)
+    return make_plan(targets, estimate_jobs(jobs, context), models, root=root)
+
+
+def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path: str | None = None,
+                 params_dir: str = DEFAULT_PARAMS, notes: list[str] | None = None) -> Plan:
+    """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
+    the benchmarks' messages about params they cannot schedule (their targets then plan nothing)."""
+    check_chosen_params_dir(params_dir, root, targets=targets)  # a bad params file stops here, named
+    jobs = dry_run(targets, root=root, config=params_config(params_dir), notes=notes)
+    return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
+
+
+def before_run(workflow: Any, out: str = DEFAULT_OUT, params_dir: str = DEFAULT_PARAMS) -> None:
+    """Snakemake's onstart: plan the jobs this run will do; stop before any call when over budget."""
+    targets = sorted(workflow.dag_settings.targets or [])
+    try:
+        plan = plan_jobs(jobs_of_dag(workflow.dag), targets, params_dir=params_dir)
+    except Exception as exc:  # noqa: BLE001 - no plan is no reason to stop: the gateway's guard stands
+        print(f"run plan: not made ({type(exc).__name__}: {exc}); the spend ledger's guard still applies", file=sys.stderr)
+        return
+    save_plan(plan, out)
+    print(render_plan(plan), file=sys.stderr)
+    if plan.exceeds_budget():
+        raise PlanOverBudget(what_to_cut(plan))
+
+
+def after_run(out: str = DEFAULT_OUT) -> str | None:
+    """Snakemake's onsuccess: the plan against what the run spent (calls, tokens, cost)."""
+    try:
+        saved = load_plan_json(out)
+    except Exception:  # noqa: BLE001 - a run without a plan has nothing to compare
+        return None
+    table = compare(saved)
+    write_json_atomic(Path(out) / "compare.json", {"plan_created": saved["created"], "rows": table.to_dicts()})
+    if saved.get("cache_dir"):  # the jobs this run finished settled their journals: what is left, now
+        from pipeline.core.models.journal import unfinished_calls
+
+        save_unfinished(unfinished_calls(saved["cache_dir"]), out)
+    text = render_compare(table)
+    print(f"run plan against spend:\n{text}", file=sys.stderr)
+    return text

@@ -1,0 +1,185 @@
+"""Many games per job: a shard of API games played concurrently on one event loop.
+
+One process per game costs about 325 MB and seconds of imports, so a machine runs tens of API
+games at once where the provider would take hundreds. A shard job instead plays up to
+`parallel.games_per_job` games (params/models.yaml) on one event loop; the provider limits
+(pipeline.core.models.limits) hold across all of them and across the machine's other jobs.
+
+What stays as with one job per game:
+- each game still writes its own content-named outputs (atomically, when it ends), so adding a
+  model plays only the new games, and the benchmark's report reads the same files;
+- a shard job skips every game whose outputs are already complete: a crash loses at most the
+  games that were unfinished, and a rerun replays none of the finished ones;
+- a game that fails does not stop the shard's other games; the job fails after they end (its
+  marker is not written), and the rerun plays only what is missing. The failed game's requests
+  already sent finish first (pipeline.core.models.concurrency): their answers are cached and paid once,
+  and its attempts reach its calls table when the rerun writes it (pipeline.core.models.journal).
+
+The job's Snakemake output is a small marker named by the shard's content id (its game ids), so
+the games of a shard are not Snakemake outputs and are never deleted when the shard reruns.
+Games with the embedded model (each process loads its own) or without any API seat keep one job
+per game, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pipeline.core.artifacts.io import content_id, write_json_atomic
+from pipeline.core.models.concurrency import gather_moves
+from pipeline.core.models.roster import ModelsParams
+
+log = logging.getLogger(__name__)
+Game = TypeVar("Game")
+
+
+def plays_api(seats: Iterable[str], models: ModelsParams) -> bool:
+    """Whether a game belongs in a shard: an API model plays it and the embedded model does not."""
+    entries = [models.entry(name) for name in set(seats)]
+    if any(e.provider == "local" for e in entries):
+        return False
+    return any(not e.is_bot for e in entries)
+
+
+def plan_shards(game_ids: Iterable[str], games_per_job: int) -> dict[str, list[str]]:
+    """Shards of at most `games_per_job` games, in game-id order, each named by its game ids."""
+    ordered = sorted(set(game_ids))
+    shards = [ordered[i:i + games_per_job] for i in range(0, len(ordered), games_per_job)]
+    return {content_id(shard): shard for shard in shards}
+
+
+@dataclass(frozen=True)
+class ShardGame(Generic[Game]):
+    game_id: str
+    spec: Game
+
+
+@dataclass
+class ShardOutcome:
+    played: list[str]
+    skipped: list[str]
+    failed: dict[str, str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+async def play_shard(
+    games: Sequence[ShardGame[Game]],
+    play: Callable[[Game], Awaitable[None]],
+    is_done: Callable[[str], bool],
+    *,
+    at_once: int,
+    on_game_end: Callable[[str, bool], None] | None = None,
+) -> ShardOutcome:
+    """Play every game of the shard not yet done, at most `at_once` at a time on this loop."""
+    started = time.monotonic()
+    todo = [g for g in games if not is_done(g.game_id)]
+    skipped = [g.game_id for g in games if is_done(g.game_id)]
+    gate = asyncio.Semaphore(max(1, at_once))
+    played: list[str] = []
+    failed: dict[str, str] = {}
+
+    async def one(game: ShardGame[Game]) -> None:
+        async with gate:
+            try:
+                await play(game.spec)
+            except Exception as exc:  # noqa: BLE001 - one failed game must not stop the others
+                failed[game.game_id] = f"{type(exc).__name__}: {exc}"
+                log.error("game %s failed: %s", game.game_id, failed[game.game_id])
+            else:
+                played.append(game.game_id)
+            if on_game_end is not None:
+                on_game_end(game.game_id, game.game_id not in failed)
+
+    # every game to its end: a failed game's in-flight requests already finished inside it
+    # (pipeline.core.models.concurrency), so closing the loop afterwards cancels nothing that was paid for
+    await gather_moves(*(one(g) for g in todo))
+    return ShardOutcome(sorted(played), skipped, dict(sorted(failed.items())), time.monotonic() - started)
+
+
+def write_marker(path: str | Path, shard_games: Sequence[str], outcome: ShardOutcome) -> None:
+    """The shard's Snakemake output: which games it holds (their outputs live beside it)."""
+    write_json_atomic(Path(path), {"games": sorted(shard_games), "played": outcome.played, "skipped": outcome.skipped})
+
+
+def failure_message(outcome: ShardOutcome) -> str:
+    first_id, first_error = next(iter(outcome.failed.items()))
+    return (
+        f"{len(outcome.failed)} game(s) of this shard failed (first: {first_id}: {first_error}); "
+        f"{len(outcome.played)} finished and were written, {len(outcome.skipped)} were already done. "
+        "Rerun the same command: only the unfinished games are played, answered requests come from the cache. "
+        "Their attempts so far: `python -m pipeline plan` (results/plan/unfinished_calls.parquet)."
+    )
+
+
+def game_done(games: str | Path, game_id: str, log_pattern: str = "*") -> bool:
+    """Whether a game's outputs are complete, as the benchmarks that play shards write them: a record
+    `<id>.json` (written last) beside its calls table `<id>.calls.parquet`, or a folder `<id>/`
+    whose calls table is written after the game's log (a file matching `log_pattern`). What a shard
+    job skips, and what the run plan does not count again on a resumed run."""
+    folder = Path(games)
+    if (folder / f"{game_id}.json").is_file():
+        return (folder / f"{game_id}.calls.parquet").is_file()
+    own = folder / game_id
+    return (own / "calls.parquet").is_file() and any(p.name != "calls.parquet" for p in own.glob(log_pattern))
+
+
+def split_ids(text: str) -> list[str]:
+    return [part for part in text.replace(",", " ").split() if part]
+
+
+def run_shard(
+    games: Sequence[ShardGame[Game]],
+    play: Callable[[Game], Awaitable[None]],
+    is_done: Callable[[str], bool],
+    *,
+    at_once: int,
+    marker: str | Path,
+    say: Callable[[str], None],
+) -> int:
+    """A shard job end to end: play, report each game, write the marker when all are done.
+    Returns the process exit status (1 when a game failed)."""
+    total = len(games)
+    finished = 0
+
+    def on_game_end(game_id: str, ok: bool) -> None:
+        nonlocal finished
+        finished += 1
+        say(f"game {game_id} {'finished' if ok else 'FAILED'} ({finished} of {total - len(skipped)} to play)")
+
+    skipped = [g.game_id for g in games if is_done(g.game_id)]
+    say(f"shard of {total} game(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once")
+    outcome = asyncio.run(play_shard(games, play, is_done, at_once=at_once, on_game_end=on_game_end))
+    if not outcome.ok:
+        say(f"error: {failure_message(outcome)}")
+        return 1
+    write_marker(marker, [g.game_id for g in games], outcome)
+    say(f"played {len(outcome.played)} game(s) in {outcome.seconds:.1f}s; {len(outcome.skipped)} were already done")
+    return 0
+
+
+def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | Path) -> tuple[list[str], dict[str, list[str]]]:
+    """For a benchmark's rules: the games that keep one job each, and the shards of API games.
+
+    With an unreadable roster every game keeps its own job (the benchmark's jobs then report it)."""
+    from pipeline.core.artifacts.params import ParamsError
+    from pipeline.core.models.roster import load_models
+
+    try:
+        models = load_models(models_path)
+        api = {g for g, seats in seats_by_game.items() if plays_api(seats, models)}
+    except (ParamsError, KeyError):
+        return list(seats_by_game), {}
+    if models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
+        return list(seats_by_game), {}
+    solo = [g for g in seats_by_game if g not in api]
+    return solo, plan_shards(api, models.parallel.games_per_job)
