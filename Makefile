@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup browser slurm demo test lint clean-results
+.PHONY: setup browser slurm demo test test-fast lint format clean-results
 
 setup: $(STAMP)
 
@@ -66,15 +66,29 @@ demo: setup
 	@echo
 	@echo "Leaderboard site (opens offline): $(CURDIR)/results/leaderboard/site/index.html"
 
-# ruff over the code and tests, mypy over the shared core (settings in pyproject.toml), and
-# Snakemake's own linter over the workflow (it exits non-zero on any lint)
+# Formatting (ruff format, snakefmt), ruff's lints, mypy over the whole package, the layer contracts
+# (import-linter: benchmarks above the core, independent of each other; the core's parts in layers)
+# and Snakemake's own linter (it exits non-zero on any lint). Settings in pyproject.toml.
 lint: setup
+	$(BIN)/ruff format --check pipeline tests bench
 	$(BIN)/ruff check pipeline tests bench
+	$(BIN)/snakefmt --check Snakefile pipeline tests/example_benchmark
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	PATH="$(BIN):$$PATH" $(BIN)/snakemake --lint text --quiet
+
+# rewrite what `lint` checks the format of
+format: setup
+	$(BIN)/ruff format pipeline tests bench
+	$(BIN)/ruff check --fix pipeline tests bench
+	$(BIN)/snakefmt Snakefile pipeline tests/example_benchmark
 
 test: setup browser slurm lint
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
+
+# the unit tier only, for the edit loop (no browser, cluster or lint; CI runs `make test`)
+test-fast: setup
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow"
 
 clean-results:
 	rm -rf results/*/ .snakemake

@@ -1,10 +1,12 @@
 # The whole pipeline: the roster check, every registered benchmark (pipeline/core/run/registry.py finds
-# each pipeline/<name>/benchmark.py and its rules.smk), then the leaderboard that combines them. Each
-# part adds its final outputs to ALL_TARGETS, which the default target `all` builds.
+# each pipeline/<name>/benchmark.py: its own rules.smk, or the standard rules built from its
+# declaration), then the leaderboard that combines them. Each part adds its final outputs to
+# ALL_TARGETS, which the default target `all` builds. Parsing writes nothing and prints nothing.
 #   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
 #   snakemake --config params=params/paper (every params file from another directory: docs/paper-scale.md)
 import os
 
+from pipeline.core.run.registry import STANDARD_RULES
 from pipeline.core.run.registry import benchmarks as registered_benchmarks
 from pipeline.core.run.workflow import check_chosen_params_dir, interpreter_on_path, params_dir, params_guard
 
@@ -28,11 +30,14 @@ include: "pipeline/roster/rules.smk"
 
 
 for _benchmark in BENCHMARKS:
-    if _benchmark.rules.exists():  # a copy of the project may leave a benchmark's rules out
+    # a copy of the project may leave a benchmark's rules out
+    if not _benchmark.standard_rules and _benchmark.rules.exists():
 
         include: str(_benchmark.rules)
 
 
+# the benchmarks without rules of their own: the standard rules, from their declarations
+include: str(STANDARD_RULES)
 include: "pipeline/leaderboard/rules.smk"
 
 
@@ -42,7 +47,8 @@ rule all:
         ALL_TARGETS,
 
 
-# The run plan (pipeline/core/run): before the first job, what this run's jobs will call and cost;
+# The run plan (pipeline/core/run): before the first job, the scheduled games for the progress line
+# (pipeline.core.artifacts.progress), and what this run's jobs will call and cost;
 # a plan over gateway.budget_usd stops the run here, before any model request. After a
 # successful run, the plan is set against what was spent (results/plan/compare.json).
 onstart:

@@ -78,19 +78,38 @@ def source_tree(ref: str | None, into: Path) -> Path:
     if ref is None:
         return copy_workflow(REPO, into, TREE)
     into.mkdir(parents=True)
-    names = [n for n in TREE  # envs/: newer commits only
-             if subprocess.run(["git", "cat-file", "-e", f"{ref}:{n}"], cwd=REPO, capture_output=True).returncode == 0]
+    names = [
+        n
+        for n in TREE  # envs/: newer commits only
+        if subprocess.run(["git", "cat-file", "-e", f"{ref}:{n}"], cwd=REPO, capture_output=True).returncode == 0
+    ]
     blob = subprocess.run(["git", "archive", ref, *names], cwd=REPO, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(blob)) as archive:
         archive.extractall(into, filter="data")
     return into
 
 
-def write_params(project: Path, url: str, *, players: int, rpm: float, concurrency: int, shards: dict | None,
-                 whoisspy: dict | None = None, elimination: dict | None = None) -> None:
+def write_params(
+    project: Path,
+    url: str,
+    *,
+    players: int,
+    rpm: float,
+    concurrency: int,
+    shards: dict | None,
+    whoisspy: dict | None = None,
+    elimination: dict | None = None,
+) -> None:
     # a model litellm can price (the loopback server answers whatever the name): cost shows as it would
-    api = [{"name": f"api-{i}", "model": "openai/gpt-4o-mini", "extra": {"api_base": url},
-            "sampling": {"temperature": 0.7, "max_tokens": 24}} for i in range(players)]
+    api = [
+        {
+            "name": f"api-{i}",
+            "model": "openai/gpt-4o-mini",
+            "extra": {"api_base": url},
+            "sampling": {"temperature": 0.7, "max_tokens": 24},
+        }
+        for i in range(players)
+    ]
     models: dict[str, Any] = {
         "roster": [*api, {"name": "random-bot", "bot": "random"}, {"name": "heuristic-bot", "bot": "heuristic"}],
         "providers": {"openai": {"max_concurrency": concurrency, "rpm": rpm}},
@@ -144,12 +163,22 @@ class TreeSampler:
 
 
 def run_stage(project: Path, command: list[str], timeout: float) -> dict[str, Any]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_")}, **KEY_ENV,
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_")},
+        **KEY_ENV,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     sampler = TreeSampler(process.pid)
     try:
         output, _ = process.communicate(timeout=timeout)
@@ -160,16 +189,33 @@ def run_stage(project: Path, command: list[str], timeout: float) -> dict[str, An
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"returncode": process.returncode, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1), "peak_processes": sampler.peak_processes,
-            "tail": output[-1500:]}
+    return {
+        "returncode": process.returncode,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
+        "peak_processes": sampler.peak_processes,
+        "tail": output[-1500:],
+    }
 
 
 def snakemake_cmd(design: str, targets: list[str], cores: int) -> list[str]:
     if design == "shards":
         return [sys.executable, "-m", "pipeline", "run", *targets, "--", "--cores", str(cores)]
-    return [sys.executable, "-m", "snakemake", *targets, "--cores", str(cores), "--rerun-incomplete",
-            "--rerun-triggers", "code", "input", "params", "software-env"]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        *targets,
+        "--cores",
+        str(cores),
+        "--rerun-incomplete",
+        "--rerun-triggers",
+        "code",
+        "input",
+        "params",
+        "software-env",
+    ]
 
 
 def server_report(server: LoopbackServer) -> dict[str, Any]:
@@ -177,10 +223,14 @@ def server_report(server: LoopbackServer) -> dict[str, Any]:
     arrived to the last (429s included): a run that gives up early gets no credit for a burst."""
     arrivals = [t for t, _ in server.stats.arrivals]
     span = (arrivals[-1] - arrivals[0]) if len(arrivals) > 1 else 0.0
-    return {"accepted": server.stats.accepted, "rejected": server.stats.rejected,
-            "max_in_flight": server.stats.max_in_flight, "max_in_any_60s": server.max_in_any_window(60.0),
-            "span_s": round(span, 2),
-            "per_minute": round(server.stats.accepted / span * 60, 2) if span else None}
+    return {
+        "accepted": server.stats.accepted,
+        "rejected": server.stats.rejected,
+        "max_in_flight": server.stats.max_in_flight,
+        "max_in_any_60s": server.max_in_any_window(60.0),
+        "span_s": round(span, 2),
+        "per_minute": round(server.stats.accepted / span * 60, 2) if span else None,
+    }
 
 
 # -- (a) limit binding ----------------------------------------------------------------------------
@@ -189,26 +239,47 @@ def part_a(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         # every seat an API player: the focal players, and two more API players filling the rest
         "players": [f"api-{i}" for i in range(args.a_players)],
         "fill": [f"api-{args.a_players}", f"api-{args.a_players + 1}"],
-        "games_per_role": 1, "variants": ["baseline"],
+        "games_per_role": 1,
+        "variants": ["baseline"],
         "replies": {"speech_max_tokens": 12, "vote_max_tokens": 6, "reasoning_max_tokens": 8},
-        "rules": {"time_limit_s": 600, "rounds": args.a_rounds}, "rating": {"passes": 2, "bootstrap_resamples": 0},
+        "rules": {"time_limit_s": 600, "rounds": args.a_rounds},
+        "rating": {"passes": 2, "bootstrap_resamples": 0},
     }
     results: dict[str, Any] = {}
     for design, ref in (("shards", None), ("baseline", args.baseline_ref)):
         if design == "baseline" and args.no_baseline:
             continue
         project = source_tree(ref, work / f"a-{design}")
-        with LoopbackServer(latency_s=args.a_latency, limit=args.rpm, window_s=60.0, reply=seat_reply,
-                            max_requests=100_000, max_seconds=args.timeout + 60) as server:
+        with LoopbackServer(
+            latency_s=args.a_latency,
+            limit=args.rpm,
+            window_s=60.0,
+            reply=seat_reply,
+            max_requests=100_000,
+            max_seconds=args.timeout + 60,
+        ) as server:
             games = 2 * args.a_players
             shards = {"games_per_job": -(-games // args.jobs), "jobs": args.jobs}
-            write_params(project, server.url, players=args.a_players + 2, rpm=args.rpm, concurrency=8,
-                         shards=shards if design == "shards" else None, whoisspy=whoisspy)
+            write_params(
+                project,
+                server.url,
+                players=args.a_players + 2,
+                rpm=args.rpm,
+                concurrency=8,
+                shards=shards if design == "shards" else None,
+                whoisspy=whoisspy,
+            )
             run = run_stage(project, snakemake_cmd(design, ["whoisspy_all"], args.jobs), args.timeout)
             finished = len(list((project / "results/whoisspy/games").glob("*.json")))
-            results[design] = {**run, "server": server_report(server), "games": games, "games_finished": finished,
-                               "throughput_share_of_limit": round(server_report(server)["per_minute"] / args.rpm, 3)
-                               if server_report(server)["per_minute"] else None}
+            results[design] = {
+                **run,
+                "server": server_report(server),
+                "games": games,
+                "games_finished": finished,
+                "throughput_share_of_limit": round(server_report(server)["per_minute"] / args.rpm, 3)
+                if server_report(server)["per_minute"]
+                else None,
+            }
         print(f"(a) {design}: {json.dumps({k: v for k, v in results[design].items() if k != 'tail'})}", flush=True)
     return results
 
@@ -218,16 +289,25 @@ def elimination_params(games: int) -> dict[str, Any]:
     # one lineup of the 8 API players: up to 8 seat rotations, replayed with new seeds
     return {
         "reply_tokens": {"statement": 24, "preference": 12, "private": 16, "vote": 12},
-        "schedule": {"lineups": [[f"api-{k}" for k in range(8)]], "rotations": min(8, games),
-                     "repeats": -(-games // 8)},
+        "schedule": {
+            "lineups": [[f"api-{k}" for k in range(8)]],
+            "rotations": min(8, games),
+            "repeats": -(-games // 8),
+        },
         "rating": {"passes": 2, "bootstrap_resamples": 0, "bootstrap_passes": 1},
     }
 
 
 def game_ids(project: Path) -> list[str]:
     env = {**os.environ, **KEY_ENV, "PYTHONPATH": str(project)}
-    out = subprocess.run([sys.executable, "-m", "pipeline", "elimination", "schedule"], cwd=project, env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline", "elimination", "schedule"],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
@@ -249,23 +329,37 @@ def part_b(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         runs.append(("baseline", args.baseline_ref, args.baseline_games, "tournament"))
     for design, ref, games, label in runs:
         project = source_tree(ref, work / f"b-{design}-{games}")
-        with LoopbackServer(latency_s=1.0, reply=seat_reply, max_requests=1_000_000,
-                            max_seconds=args.timeout + 60) as server:
+        with LoopbackServer(
+            latency_s=1.0, reply=seat_reply, max_requests=1_000_000, max_seconds=args.timeout + 60
+        ) as server:
             cores = 2 if design == "shards" else games  # baseline: every game's process at once
             shards = {"games_per_job": max(1, -(-games // 2)), "jobs": 2}
-            write_params(project, server.url, players=8, rpm=0, concurrency=100_000,
-                         shards=shards if design == "shards" else None, elimination=elimination_params(games))
+            write_params(
+                project,
+                server.url,
+                players=8,
+                rpm=0,
+                concurrency=100_000,
+                shards=shards if design == "shards" else None,
+                elimination=elimination_params(games),
+            )
             ids = game_ids(project)[:games]
             run = run_stage(project, snakemake_cmd(design, play_targets(project, design, ids), cores), args.timeout)
             report = server_report(server)
             played = sum((project / "results/elimination/games" / g / "calls.parquet").exists() for g in ids)
             calls = report["accepted"]
             results[f"{design}_{label}"] = {
-                **run, "server": report, "games": len(ids), "games_finished": played,
+                **run,
+                "server": report,
+                "games": len(ids),
+                "games_finished": played,
                 "cpu_ms_per_call": round(run["cpu_s"] * 1000 / calls, 2) if calls else None,
             }
-        print(f"(b) {design} {label}: "
-              f"{json.dumps({k: v for k, v in results[f'{design}_{label}'].items() if k != 'tail'})}", flush=True)
+        print(
+            f"(b) {design} {label}: "
+            f"{json.dumps({k: v for k, v in results[f'{design}_{label}'].items() if k != 'tail'})}",
+            flush=True,
+        )
     return results
 
 
@@ -322,11 +416,15 @@ def summarise(record: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         "metric": f"(b) wall time of {args.games} Elimination games of 8 API seats (1 s latency) / one game's",
         "value": ratio,
         "unit": "x",
-        "target": {"b_wall_ratio": "<= 1.5", "b_peak_rss_mb": "<= 2048",
-                   "a": "0 rejected, every game finished, throughput >= 90% of the limit"},
+        "target": {
+            "b_wall_ratio": "<= 1.5",
+            "b_peak_rss_mb": "<= 2048",
+            "a": "0 rejected, every game finished, throughput >= 90% of the limit",
+        },
         "baseline": {
             "description": f"tree of {args.baseline_ref} (one process per game, limits per process), same run",
-            "a": a.get("baseline"), "b": b.get("baseline_tournament"),
+            "a": a.get("baseline"),
+            "b": b.get("baseline_tournament"),
         },
         "a_shards": a.get("shards"),
         "b_peak_rss_mb": many["peak_rss_mb"] if many else None,

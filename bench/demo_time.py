@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,8 +52,12 @@ def conversion_seconds(python: Path, env: dict[str, str]) -> float:
     """The weight conversion alone, into another empty cache (what the demo run paid once)."""
     with tempfile.TemporaryDirectory() as cache:
         started = time.monotonic()
-        subprocess.run([str(python), "-c", "from pipeline.core.models.local import gemma_weights_dir; gemma_weights_dir()"],
-                       env={**env, "PIPELINE_MODEL_CACHE": cache}, check=True, capture_output=True)
+        subprocess.run(
+            [str(python), "-c", "from pipeline.core.models.local import gemma_weights_dir; gemma_weights_dir()"],
+            env={**env, "PIPELINE_MODEL_CACHE": cache},
+            check=True,
+            capture_output=True,
+        )
         return time.monotonic() - started
 
 
@@ -73,8 +77,11 @@ def main() -> None:
     demo_s, lines = timed_lines(["make", "demo"], work, env)
     run_start = first(lines, "-m pipeline run all")
     commit_start = first(lines, "dvc commit")
-    phases = {"setup_s": round(run_start, 1), "pipeline_s": round(commit_start - run_start, 1),
-              "dvc_commit_s": round(demo_s - commit_start, 1)}
+    phases = {
+        "setup_s": round(run_start, 1),
+        "pipeline_s": round(commit_start - run_start, 1),
+        "dvc_commit_s": round(demo_s - commit_start, 1),
+    }
 
     # baseline: the same workflow through `dvc repro`, one stage after another, from scratch
     python = work / ".venv" / "bin" / "python"
@@ -91,13 +98,13 @@ def main() -> None:
     write_result(
         "demo_time",
         metric="wall time of `make demo` on a clean clone with an empty model-weight cache (set-up, weight "
-               "conversion, every benchmark, leaderboard)",
+        "conversion, every benchmark, leaderboard)",
         value=round(demo_s, 1),
         unit="s",
         target="<= 600 s (10 minutes) on a fresh 2-core machine",
         baseline={
             "description": "the pipeline as `dvc repro --force` runs it (stage after stage) in the same clone, "
-                           "from no results and no response cache, plus the weight conversion measured alone",
+            "from no results and no response cache, plus the weight conversion measured alone",
             "dvc_repro_s": round(repro_s, 1),
             "weight_conversion_s": round(conversion_s, 1),
             "pipeline_via_dvc_repro_with_conversion_s": round(repro_s + conversion_s, 1),

@@ -63,9 +63,12 @@ def main() -> None:
         value=report["games_finished"],
         unit="games rated",
         target="every log read; a log skipped only for real corruption (issue 14)",
-        baseline={"description": "logs the reader before issue 14 would have read (not rejected for an "
-                                 "invalid-vote marker or seat-keyed final ranks), counted from the files",
-                  "value": len(files) - before, "unit": "games"},
+        baseline={
+            "description": "logs the reader before issue 14 would have read (not rejected for an "
+            "invalid-vote marker or seat-keyed final ranks), counted from the files",
+            "value": len(files) - before,
+            "unit": "games",
+        },
         files=len(files),
         skipped=len(report["skipped"]),
         rank_differences=len(report["rank_differences"]),

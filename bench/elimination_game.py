@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import yaml  # noqa: E402
-from _common import write_result  # noqa: E402
+import yaml
+from _common import write_result
 
-import pipeline  # noqa: E402,F401
-from pipeline.core.models.roster import ModelsParams  # noqa: E402
-from pipeline.elimination.engine import GameSpec, run_game  # noqa: E402
+import pipeline  # noqa: F401
+from pipeline.core.models.roster import ModelsParams
+from pipeline.elimination.engine import GameSpec, run_game
 
 ROSTER = [{"name": "heuristic-bot", "bot": "heuristic"}, {"name": "random-bot", "bot": "random"}]
 SEATS = ("heuristic-bot", "random-bot") * 4
@@ -34,14 +34,25 @@ def cli_run(work: Path) -> float:
     """One game through the CLI in a scratch project: what a Snakemake job pays."""
     (work / "params").mkdir(parents=True, exist_ok=True)
     (work / "params" / "models.yaml").write_text(yaml.safe_dump({"roster": ROSTER}))
-    (work / "params" / "elimination.yaml").write_text(yaml.safe_dump(
-        {"schedule": {"lineups": [list(SEATS)], "rotations": 1, "max_seats_per_player": 4}}))
-    listed = subprocess.run([sys.executable, "-m", "pipeline", "elimination", "schedule"], cwd=work,
-                            capture_output=True, text=True, check=True)
+    (work / "params" / "elimination.yaml").write_text(
+        yaml.safe_dump({"schedule": {"lineups": [list(SEATS)], "rotations": 1, "max_seats_per_player": 4}})
+    )
+    listed = subprocess.run(
+        [sys.executable, "-m", "pipeline", "elimination", "schedule"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     game_id = listed.stdout.split()[0]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pipeline", "elimination", "play", game_id,
-                    "--out", str(work / "games")], cwd=work, capture_output=True, text=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pipeline", "elimination", "play", game_id, "--out", str(work / "games")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return time.perf_counter() - started
 
 
@@ -66,9 +77,12 @@ def main() -> None:
         value=round(median, 4),
         unit="s",
         target="< 5 s",
-        baseline={"description": "the same game through `python -m pipeline elimination play` "
-                                 "(interpreter start and imports included), one run",
-                  "value": round(cli_s, 3), "unit": "s"},
+        baseline={
+            "description": "the same game through `python -m pipeline elimination play` "
+            "(interpreter start and imports included), one run",
+            "value": round(cli_s, 3),
+            "unit": "s",
+        },
         games=args.games,
         per_game_s=[round(t, 4) for t in times],
         records_per_game=records,

@@ -24,15 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_result  # noqa: E402
+from _common import write_result
 
-import pipeline  # noqa: E402,F401
-from pipeline.elimination import records as rec  # noqa: E402
-from pipeline.elimination.config import RatingSettings  # noqa: E402
-from pipeline.elimination.importer import run_import  # noqa: E402
+import pipeline  # noqa: F401
+from pipeline.elimination import records as rec
+from pipeline.elimination.config import RatingSettings
+from pipeline.elimination.importer import run_import
 
-WORDS = ("alliance trust vote threat strategy partner loyal jury plan round keep target safe move "
-         "quiet bold bloc numbers honest risk").split()
+WORDS = (
+    "alliance trust vote threat strategy partner loyal jury plan round keep target safe move "
+    "quiet bold bloc numbers honest risk"
+).split()
 
 
 def text(rng: random.Random, low: int, high: int) -> str:
@@ -68,8 +70,7 @@ def synthetic_game(index: int, models: list[str], skill: dict[str, float]) -> li
         target = order[rnd - 1]
         others = [s for s in active if s != target]
         for voter in rng.sample(active, len(active)):
-            choice = target if voter != target and rng.random() < 0.7 else rng.choice(
-                [s for s in active if s != voter])
+            choice = target if voter != target and rng.random() < 0.7 else rng.choice([s for s in active if s != voter])
             log.append(rec.vote_reason(gid, rnd, "vote", pid[voter], pid[choice], text(rng, 8, 25)))
             log.append(rec.vote(gid, rnd, pid[voter], pid[choice]))
         if rng.random() < 0.15 and len(others) > 2:  # a tie-break: statements and a re-vote
@@ -87,7 +88,7 @@ def synthetic_game(index: int, models: list[str], skill: dict[str, float]) -> li
     loser = order[6]
     split = rng.random() < 0.1
     for juror in out:
-        choice = (rng.choice(active) if split else (loser if rng.random() < 0.8 else rng.choice(active)))
+        choice = rng.choice(active) if split else (loser if rng.random() < 0.8 else rng.choice(active))
         log.append(rec.vote_reason(gid, 7, "jury", pid[juror], pid[choice], text(rng, 8, 25)))
     log.append(rec.elimination(gid, 7, pid[loser], tie_break=split, random_pick=False))
     winner = next(s for s in active if s != loser)
@@ -135,8 +136,11 @@ def main() -> None:
         value=round(total_s, 2),
         unit="s",
         target="report the time (issue 6)",
-        baseline={"description": "the rating stage alone (fast multi-pass + bootstrap), same run",
-                  "value": round(result.seconds["rating"], 2), "unit": "s"},
+        baseline={
+            "description": "the rating stage alone (fast multi-pass + bootstrap), same run",
+            "value": round(result.seconds["rating"], 2),
+            "unit": "s",
+        },
         games=args.games,
         records=n_records,
         corpus_mb=round(size_mb, 1),

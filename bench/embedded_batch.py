@@ -38,10 +38,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-from pipeline.core.models.local import SMOLLM2, LocalModel, local_model, register_local_provider  # noqa: E402
-from pipeline.core.models.local_batch import ROWS  # noqa: E402
+from pipeline.core.models.local import SMOLLM2, LocalModel, local_model, register_local_provider
+from pipeline.core.models.local_batch import ROWS
 
 MAX_TOKENS = 32
 SAMPLED = {"temperature": 0.7, "top_p": 0.95}
@@ -60,8 +60,10 @@ Messages = list[dict[str, str]]
 
 
 def story_requests() -> list[tuple[Messages, dict[str, Any]]]:
-    return [([{"role": "user", "content": text}], {**SAMPLED, "seed": index, "max_tokens": MAX_TOKENS})
-            for index, text in enumerate(INSTRUCTIONS)]
+    return [
+        ([{"role": "user", "content": text}], {**SAMPLED, "seed": index, "max_tokens": MAX_TOKENS})
+        for index, text in enumerate(INSTRUCTIONS)
+    ]
 
 
 def elimination_requests() -> list[tuple[Messages, dict[str, Any]]]:
@@ -70,9 +72,17 @@ def elimination_requests() -> list[tuple[Messages, dict[str, Any]]]:
     from pipeline.elimination.prompts import PublicLine, SeatView, messages_for, statement_task, system_prompt
 
     seats = tuple(f"P{i}" for i in range(1, 9))
-    public = tuple(PublicLine(1, "statement", seat, f"I am {seat}. I play fair, I keep my word and I will vote "
-                              f"against whoever breaks an alliance first. Work with me and we both reach the "
-                              f"final.") for seat in seats)
+    public = tuple(
+        PublicLine(
+            1,
+            "statement",
+            seat,
+            f"I am {seat}. I play fair, I keep my word and I will vote "
+            f"against whoever breaks an alliance first. Work with me and we both reach the "
+            f"final.",
+        )
+        for seat in seats
+    )
     requests = []
     for index, seat in enumerate(seats):
         view = SeatView(seat, 2, seats, (), public, ())
@@ -84,8 +94,9 @@ def elimination_requests() -> list[tuple[Messages, dict[str, Any]]]:
 async def _ask(messages: Messages, options: dict[str, Any]) -> dict[str, Any]:
     import litellm
 
-    response = await litellm.acompletion(model=f"local/{SMOLLM2}", messages=messages, num_retries=0,
-                                         logprobs=True, top_logprobs=2, **options)
+    response = await litellm.acompletion(
+        model=f"local/{SMOLLM2}", messages=messages, num_retries=0, logprobs=True, top_logprobs=2, **options
+    )
     choice = response.choices[0]
     logprobs = choice.logprobs["content"] if isinstance(choice.logprobs, dict) else choice.logprobs.content
     return {
@@ -93,10 +104,12 @@ async def _ask(messages: Messages, options: dict[str, Any]) -> dict[str, Any]:
         "finish_reason": choice.finish_reason,
         "prompt_tokens": response.usage.prompt_tokens,
         "completion_tokens": response.usage.completion_tokens,
-        "logprobs": [(item["token"], item["logprob"], [(t["token"], t["logprob"]) for t in item["top_logprobs"]])
-                     if isinstance(item, dict) else
-                     (item.token, item.logprob, [(t.token, t.logprob) for t in item.top_logprobs])
-                     for item in logprobs],
+        "logprobs": [
+            (item["token"], item["logprob"], [(t["token"], t["logprob"]) for t in item["top_logprobs"]])
+            if isinstance(item, dict)
+            else (item.token, item.logprob, [(t.token, t.logprob) for t in item.top_logprobs])
+            for item in logprobs
+        ],
     }
 
 
@@ -184,16 +197,19 @@ def main() -> None:
             engine.batcher.forget_prompts()  # each mode computes the shared prompt chunks once itself
             steps, rows = engine.batcher.steps, engine.batcher.row_steps
             replies, wall = run_batched(requests, together=mode == "batch_8")
-            measured[mode] = {"tokens": tokens(replies), "wall_s": round(wall, 2),
-                              "tokens_per_s": round(tokens(replies) / wall, 2),
-                              "rows_per_step": round((engine.batcher.row_steps - rows)
-                                                     / max(1, engine.batcher.steps - steps), 2),
-                              "replies": replies}
+            measured[mode] = {
+                "tokens": tokens(replies),
+                "wall_s": round(wall, 2),
+                "tokens_per_s": round(tokens(replies) / wall, 2),
+                "rows_per_step": round((engine.batcher.row_steps - rows) / max(1, engine.batcher.steps - steps), 2),
+                "replies": replies,
+            }
         alone, together = measured["batch_1"].pop("replies"), measured["batch_8"].pop("replies")
         mismatches += sum(a != b for a, b in zip(alone, together))
         measured["speedup"] = round(measured["batch_8"]["tokens_per_s"] / measured["batch_1"]["tokens_per_s"], 2)
-        measured["speedup_vs_before"] = round(measured["batch_8"]["tokens_per_s"]
-                                              / measured["before"]["tokens_per_s"], 2)
+        measured["speedup_vs_before"] = round(
+            measured["batch_8"]["tokens_per_s"] / measured["before"]["tokens_per_s"], 2
+        )
         rounds.append(measured)
         print(f"round {index + 1}: {measured}", file=sys.stderr)
 
@@ -208,12 +224,18 @@ def main() -> None:
         mismatches += sum(a != b for a, b in zip(alone, together))
         demo_like = {
             "workload": "8 Elimination round-2 statements (real system prompt and view), 12 tokens at most, "
-                        "sampled at the demo's settings",
+            "sampled at the demo's settings",
             "prompt_tokens": [r["prompt_tokens"] for r in alone],
-            "batch_1": {"tokens": tokens(alone), "wall_s": round(alone_wall, 2),
-                        "tokens_per_s": round(tokens(alone) / alone_wall, 2)},
-            "batch_8": {"tokens": tokens(together), "wall_s": round(together_wall, 2),
-                        "tokens_per_s": round(tokens(together) / together_wall, 2)},
+            "batch_1": {
+                "tokens": tokens(alone),
+                "wall_s": round(alone_wall, 2),
+                "tokens_per_s": round(tokens(alone) / alone_wall, 2),
+            },
+            "batch_8": {
+                "tokens": tokens(together),
+                "wall_s": round(together_wall, 2),
+                "tokens_per_s": round(tokens(together) / together_wall, 2),
+            },
             "before": {"tokens": made, "wall_s": round(legacy_wall, 2), "tokens_per_s": round(made / legacy_wall, 2)},
         }
         demo_like["speedup"] = round(demo_like["batch_8"]["tokens_per_s"] / demo_like["batch_1"]["tokens_per_s"], 2)
@@ -227,17 +249,19 @@ def main() -> None:
     write_result(
         args.name,
         metric=f"aggregate tokens/s at {ROWS} concurrent requests over batch 1 (local/{SMOLLM2}, "
-               f"{len(requests)} sampled chat requests of at most {MAX_TOKENS} tokens, prompts included)",
+        f"{len(requests)} sampled chat requests of at most {MAX_TOKENS} tokens, prompts included)",
         value=speedup,
         unit="x",
-        target={"speedup": f">= {TARGET_SPEEDUP}x", "replies": "every batched reply, usage count and "
-                "log-probability identical to the same request alone"},
+        target={
+            "speedup": f">= {TARGET_SPEEDUP}x",
+            "replies": "every batched reply, usage count and log-probability identical to the same request alone",
+        },
         baseline={
             "batch_1_tokens_per_s": best("batch_1"),
             "before_batching_tokens_per_s": best("before"),
             "what": "batch 1: the same eight requests one after another, same run; before batching: the "
-                    "decoding loop before this change (one token per forward pass), same run; each the "
-                    "fastest of the rounds",
+            "decoding loop before this change (one token per forward pass), same run; each the "
+            "fastest of the rounds",
         },
         device="cpu",
         met=speedup >= TARGET_SPEEDUP and mismatches == 0,
@@ -248,11 +272,18 @@ def main() -> None:
         median_round_speedup=round(statistics.median(r["speedup"] for r in rounds), 2),
         rounds=rounds,
         demo_like=demo_like,
-        workload={"instructions": list(INSTRUCTIONS), "max_tokens": MAX_TOKENS, "sampling": SAMPLED,
-                  "seeds": list(range(len(INSTRUCTIONS))), "rows_per_step": ROWS,
-                  "order": "batch 1, batch 8 and the loop before batching take turns each round"},
-        notes=[f"load average (1/5/15 min) before {load_before}, after {load_average()}; "
-               f"{torch.get_num_threads()} torch threads; the machine is shared, so rates drift with its load"],
+        workload={
+            "instructions": list(INSTRUCTIONS),
+            "max_tokens": MAX_TOKENS,
+            "sampling": SAMPLED,
+            "seeds": list(range(len(INSTRUCTIONS))),
+            "rows_per_step": ROWS,
+            "order": "batch 1, batch 8 and the loop before batching take turns each round",
+        },
+        notes=[
+            f"load average (1/5/15 min) before {load_before}, after {load_average()}; "
+            f"{torch.get_num_threads()} torch threads; the machine is shared, so rates drift with its load"
+        ],
     )
 
 

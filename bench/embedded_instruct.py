@@ -42,9 +42,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-from pipeline.core.models.local import (  # noqa: E402
+from pipeline.core.models.local import (
     GEMMA_TURNS,
     SMOLLM2_CHAT,
     SMOLLM2_SYSTEM,
@@ -60,13 +60,79 @@ MAX_TOKENS = 24
 SAMPLED = {"temperature": 0.7, "top_p": 0.95, "seed": 7}
 TARGET_FOLLOWS = 0.7  # share of instructions followed, greedy; and every reply an answer in words
 
-COLOURS = {"red", "blue", "green", "yellow", "orange", "purple", "pink", "black", "white", "brown",
-           "grey", "gray", "violet", "indigo", "cyan", "magenta", "gold", "silver", "turquoise", "beige"}
-ANIMALS = {"cat", "dog", "horse", "cow", "pig", "sheep", "goat", "lion", "tiger", "elephant", "bear",
-           "wolf", "fox", "rabbit", "mouse", "rat", "deer", "monkey", "giraffe", "zebra", "bird", "eagle",
-           "owl", "fish", "shark", "whale", "dolphin", "snake", "frog", "duck", "chicken", "panda",
-           "kangaroo", "koala", "cheetah", "leopard", "camel", "donkey", "squirrel", "hamster", "penguin",
-           "parrot", "turtle", "crocodile", "alligator", "hippopotamus", "rhinoceros", "otter", "bee"}
+COLOURS = {
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "orange",
+    "purple",
+    "pink",
+    "black",
+    "white",
+    "brown",
+    "grey",
+    "gray",
+    "violet",
+    "indigo",
+    "cyan",
+    "magenta",
+    "gold",
+    "silver",
+    "turquoise",
+    "beige",
+}
+ANIMALS = {
+    "cat",
+    "dog",
+    "horse",
+    "cow",
+    "pig",
+    "sheep",
+    "goat",
+    "lion",
+    "tiger",
+    "elephant",
+    "bear",
+    "wolf",
+    "fox",
+    "rabbit",
+    "mouse",
+    "rat",
+    "deer",
+    "monkey",
+    "giraffe",
+    "zebra",
+    "bird",
+    "eagle",
+    "owl",
+    "fish",
+    "shark",
+    "whale",
+    "dolphin",
+    "snake",
+    "frog",
+    "duck",
+    "chicken",
+    "panda",
+    "kangaroo",
+    "koala",
+    "cheetah",
+    "leopard",
+    "camel",
+    "donkey",
+    "squirrel",
+    "hamster",
+    "penguin",
+    "parrot",
+    "turtle",
+    "crocodile",
+    "alligator",
+    "hippopotamus",
+    "rhinoceros",
+    "otter",
+    "bee",
+}
 DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 
@@ -117,15 +183,29 @@ class Setup:
 
 
 SETUPS = [
-    Setup("gemma_turns", "gemma-3-270m (base), Gemma's turn format: the current local/gemma-3-270m",
-          "gemma", GEMMA_TURNS),
-    Setup("gemma_transcript", "gemma-3-270m (base), User:/Assistant: transcript with 3 solved examples",
-          "gemma", TRANSCRIPT),
-    Setup("smollm2_template", "SmolLM2-135M-Instruct, its own chat template (ChatML, default system line)",
-          "smollm2", PromptFormat("chatml", lambda m: chatml(m, default_system=SMOLLM2_SYSTEM), bos=False,
-                                  end_tokens=("<|im_end|>",))),
-    Setup("smollm2_chat", "SmolLM2-135M-Instruct, ChatML with 3 solved example turns: local/smollm2-135m",
-          "smollm2", SMOLLM2_CHAT),
+    Setup(
+        "gemma_turns", "gemma-3-270m (base), Gemma's turn format: the current local/gemma-3-270m", "gemma", GEMMA_TURNS
+    ),
+    Setup(
+        "gemma_transcript",
+        "gemma-3-270m (base), User:/Assistant: transcript with 3 solved examples",
+        "gemma",
+        TRANSCRIPT,
+    ),
+    Setup(
+        "smollm2_template",
+        "SmolLM2-135M-Instruct, its own chat template (ChatML, default system line)",
+        "smollm2",
+        PromptFormat(
+            "chatml", lambda m: chatml(m, default_system=SMOLLM2_SYSTEM), bos=False, end_tokens=("<|im_end|>",)
+        ),
+    ),
+    Setup(
+        "smollm2_chat",
+        "SmolLM2-135M-Instruct, ChatML with 3 solved example turns: local/smollm2-135m",
+        "smollm2",
+        SMOLLM2_CHAT,
+    ),
 ]
 SETUPS_BY_KEY = {s.key: s for s in SETUPS}
 BASELINE, CHOSEN = "gemma_turns", "smollm2_chat"
@@ -190,16 +270,26 @@ def main() -> None:
         for setup in order:
             for mode, options in (("greedy", {"temperature": 0.0}), ("sampled", SAMPLED)):
                 started = time.perf_counter()
-                reply = engines[setup.key].chat([{"role": "user", "content": instruction}],
-                                                max_tokens=MAX_TOKENS, **options)
+                reply = engines[setup.key].chat(
+                    [{"role": "user", "content": instruction}], max_tokens=MAX_TOKENS, **options
+                )
                 elapsed = time.perf_counter() - started
-                rows[setup.key][mode].append({
-                    "instruction": instruction, "reply": reply.text, "tokens": reply.completion_tokens,
-                    "latency_s": round(elapsed, 3), "words": is_words(reply.text), "follows": check(reply.text),
-                    "answers": answers(reply.text, reply.finish_reason, instruction),
-                })
-                print(f"{setup.key:18} {mode:7} {elapsed:6.2f}s {reply.completion_tokens:3d} "
-                      f"{instruction[:40]!r:44} -> {reply.text[:60]!r}", file=sys.stderr)
+                rows[setup.key][mode].append(
+                    {
+                        "instruction": instruction,
+                        "reply": reply.text,
+                        "tokens": reply.completion_tokens,
+                        "latency_s": round(elapsed, 3),
+                        "words": is_words(reply.text),
+                        "follows": check(reply.text),
+                        "answers": answers(reply.text, reply.finish_reason, instruction),
+                    }
+                )
+                print(
+                    f"{setup.key:18} {mode:7} {elapsed:6.2f}s {reply.completion_tokens:3d} "
+                    f"{instruction[:40]!r:44} -> {reply.text[:60]!r}",
+                    file=sys.stderr,
+                )
 
     decoding = decode_rates({s.model: engines[s.key] for s in SETUPS})
     setups = {
@@ -210,8 +300,10 @@ def main() -> None:
             "greedy": summary(rows[s.key]["greedy"]),
             "sampled": summary(rows[s.key]["sampled"]),
             "decode_tokens_per_s": decoding[s.model],
-            "replies": {mode: [{k: r[k] for k in ("instruction", "reply", "follows", "answers")} for r in found]
-                        for mode, found in rows[s.key].items()},
+            "replies": {
+                mode: [{k: r[k] for k in ("instruction", "reply", "follows", "answers")} for r in found]
+                for mode, found in rows[s.key].items()
+            },
         }
         for s in SETUPS
     }
@@ -228,11 +320,17 @@ def main() -> None:
         met=chosen["follows"] >= TARGET_FOLLOWS and chosen["answers"] == 1.0,
         chosen={"setup": CHOSEN, **chosen},
         setups=setups,
-        workload={"instructions": len(INSTRUCTIONS), "max_tokens": MAX_TOKENS, "sampled": SAMPLED,
-                  "order": "setups take turns per instruction, alternating who goes first"},
-        notes=[f"load average (1/5/15 min) before {load_before}, after {load_average()}; "
-               f"{torch.get_num_threads()} torch threads; the machine is shared, so latencies drift with its load",
-               "load_s: reading the de-quantized weights from the user cache (converted before)"],
+        workload={
+            "instructions": len(INSTRUCTIONS),
+            "max_tokens": MAX_TOKENS,
+            "sampled": SAMPLED,
+            "order": "setups take turns per instruction, alternating who goes first",
+        },
+        notes=[
+            f"load average (1/5/15 min) before {load_before}, after {load_average()}; "
+            f"{torch.get_num_threads()} torch threads; the machine is shared, so latencies drift with its load",
+            "load_s: reading the de-quantized weights from the user cache (converted before)",
+        ],
     )
 
 

@@ -34,12 +34,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-from pipeline.core.artifacts.io import seed_from  # noqa: E402
-from pipeline.core.judge.cache import ScoreCache  # noqa: E402
-from pipeline.core.judge.prompts import STORY_OPENINGS  # noqa: E402
-from pipeline.core.judge.scoring import Judge, load_judge  # noqa: E402
+from pipeline.core.artifacts.io import seed_from
+from pipeline.core.judge.cache import ScoreCache
+from pipeline.core.judge.prompts import STORY_OPENINGS
+from pipeline.core.judge.scoring import Judge, load_judge
 
 TARGET_SPEEDUP_CPU = 8.0
 Pair = tuple[str, str]
@@ -138,8 +138,12 @@ def main() -> int:
     parser.add_argument("--batch-tokens", type=int, default=None, help="the judge's max_batch_tokens")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--gpu-cap-tokens", type=int, default=1 << 21,
-                        help="largest batch (tokens) tried when searching the GPU's limit")
+    parser.add_argument(
+        "--gpu-cap-tokens",
+        type=int,
+        default=1 << 21,
+        help="largest batch (tokens) tried when searching the GPU's limit",
+    )
     parser.add_argument("--name", default="judge_throughput")
     args = parser.parse_args()
 
@@ -180,8 +184,11 @@ def main() -> int:
         baseline_s += r_s
         round_ratios.append(r_s / b_s)
         max_diff = max([max_diff] + [abs(a - b) for x, y in zip(reference, batched) for a, b in zip(x, y)])
-        print(f"round {number + 1}: {len(part)} pairs, batched {b_s:.1f} s, baseline {r_s:.1f} s "
-              f"({r_s / b_s:.2f}x), load {load_average()}", file=sys.stderr)
+        print(
+            f"round {number + 1}: {len(part)} pairs, batched {b_s:.1f} s, baseline {r_s:.1f} s "
+            f"({r_s / b_s:.2f}x), load {load_average()}",
+            file=sys.stderr,
+        )
 
     load_after = load_average()
 
@@ -194,11 +201,15 @@ def main() -> int:
         f"{torch.get_num_threads()} torch threads on {os.cpu_count()} cores",
     ]
     if load_before and load_before[0] > (os.cpu_count() or 1):
-        notes.append("the machine was shared and busy (load above the core count): absolute times "
-                     "are inflated and drift; the ratio comes from interleaved rounds (round_speedups)")
+        notes.append(
+            "the machine was shared and busy (load above the core count): absolute times "
+            "are inflated and drift; the ratio comes from interleaved rounds (round_speedups)"
+        )
     if not on_gpu:
-        notes.append("CPU only: the GPU figures (bf16 tokens/s, largest batch that fits) come from "
-                     "`python bench/judge_throughput.py --device cuda` on a GPU machine; not run here")
+        notes.append(
+            "CPU only: the GPU figures (bf16 tokens/s, largest batch that fits) come from "
+            "`python bench/judge_throughput.py --device cuda` on a GPU machine; not run here"
+        )
     path = write_result(
         args.name,
         metric="speedup of batched scoring over one full-logits forward pass per pair",
@@ -207,14 +218,19 @@ def main() -> int:
         target=TARGET_SPEEDUP_CPU if not on_gpu else None,
         baseline={
             "what": "one forward pass per pair with full-vocabulary logits, then cross-entropy "
-                    "(inference mode), interleaved with the batched runs",
+            "(inference mode), interleaved with the batched runs",
             "s_per_pair": round(per_pair["baseline"], 4),
             "scored_tokens_per_s": round(tokens_per_pair / per_pair["baseline"], 1),
         },
         device=args.device,
         met=(speedup >= TARGET_SPEEDUP_CPU) if not on_gpu else None,
-        workload={"pairs": len(pairs), "prefix_tokens": "8-12", "story_tokens": "45-55",
-                  "scored_tokens": scored_tokens, "rounds": len(round_ratios)},
+        workload={
+            "pairs": len(pairs),
+            "prefix_tokens": "8-12",
+            "story_tokens": "45-55",
+            "scored_tokens": scored_tokens,
+            "rounds": len(round_ratios),
+        },
         judge=judge.fingerprint.as_dict(),
         max_batch_tokens=judge.max_batch_tokens,
         batched_s_per_pair=round(per_pair["batched"], 4),

@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-import pipeline  # noqa: E402,F401
-from pipeline.core.sandbox.runner import Sandbox, _python  # noqa: E402
+import pipeline  # noqa: F401
+from pipeline.core.sandbox.runner import Sandbox, _python
 
 
 def programs(count: int) -> list[str]:
@@ -65,7 +65,9 @@ def main() -> None:
         return run
 
     methods: dict[str, Callable[[list[str]], list[str]]] = {
-        "warm": run_sandbox(warm), "old": run_sandbox(old), "bare": run_bare,
+        "warm": run_sandbox(warm),
+        "old": run_sandbox(old),
+        "bare": run_bare,
     }
     for run in methods.values():
         run(sources[:4])  # warm-up: isolation probe, the warm workers' start, page cache
@@ -77,8 +79,8 @@ def main() -> None:
     size = -(-len(sources) // args.rounds)
     names = list(methods)
     for number in range(args.rounds):
-        chunk = sources[number * size:(number + 1) * size]
-        for name in names[number % 3:] + names[:number % 3]:
+        chunk = sources[number * size : (number + 1) * size]
+        for name in names[number % 3 :] + names[: number % 3]:
             started = time.perf_counter()
             outputs[name] += methods[name](chunk)
             spent[name] += time.perf_counter() - started
@@ -96,7 +98,7 @@ def main() -> None:
         target=">= 90% of bare Python's programs/s in the same run",
         baseline={
             "what": "the same programs as bare `python3 -I -S` subprocesses, same parallelism, same run, "
-                    "interleaved rounds; and the one-sandbox-per-program path (Sandbox(warm=False))",
+            "interleaved rounds; and the one-sandbox-per-program path (Sandbox(warm=False))",
             "programs_per_s": rate["bare"],
             "old_path_programs_per_s": rate["old"],
             "share_of_bare": round(share, 3),

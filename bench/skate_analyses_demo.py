@@ -45,7 +45,9 @@ def main() -> None:
     timings["stability_and_answer_only_s"] = round(time.monotonic() - started, 1)
     started = time.monotonic()
     for strategy in params.analyses.strategies:
-        play_game(params.model_copy(update={"strategy": strategy}), models, out / "strategies" / strategy, sandbox=sandbox)
+        play_game(
+            params.model_copy(update={"strategy": strategy}), models, out / "strategies" / strategy, sandbox=sandbox
+        )
     strategies = write_strategy_comparison(params, out)
     timings["strategy_games_s"] = round(time.monotonic() - started, 1)
     taus = [s["kendall_tau_existing"] for s in game["stability"] if s["kendall_tau_existing"] is not None]
@@ -57,9 +59,14 @@ def main() -> None:
         unit="tau",
         target="1.0 (the paper: adding models preserves the existing order)",
         baseline="the order before each model joined, in the same game",
-        roster=params.answerers, rounds=params.rounds, estimator=params.answering.mode,
-        stability=game["stability"], answer_only=game["answer_only"], strategies=strategies,
-        outside_mass_mean=outside, timings=timings,
+        roster=params.answerers,
+        rounds=params.rounds,
+        estimator=params.answering.mode,
+        stability=game["stability"],
+        answer_only=game["answer_only"],
+        strategies=strategies,
+        outside_mass_mean=outside,
+        timings=timings,
     )
 
 

@@ -46,18 +46,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_result  # noqa: E402
+from _common import write_result
 
-import pipeline  # noqa: E402,F401
-import pipeline.skate.bots  # noqa: E402,F401
-from pipeline.core.artifacts.io import seed_from  # noqa: E402
-from pipeline.core.models.gateway import Gateway  # noqa: E402
-from pipeline.core.models.players import BotPolicy, MoveRequest, Player, make_players, register_bot  # noqa: E402
-from pipeline.core.models.roster import ModelsParams  # noqa: E402
-from pipeline.skate.config import AnsweringParams  # noqa: E402
-from pipeline.skate.mcq import Question, answer_exact, answer_sampled, option_set, should_stop  # noqa: E402
-from pipeline.skate.parsing import LETTERS  # noqa: E402
-from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted  # noqa: E402
+import pipeline
+import pipeline.skate.bots  # noqa: F401
+from pipeline.core.artifacts.io import seed_from
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import BotPolicy, MoveRequest, Player, make_players, register_bot
+from pipeline.core.models.roster import ModelsParams
+from pipeline.skate.config import AnsweringParams
+from pipeline.skate.mcq import Question, answer_exact, answer_sampled, option_set, should_stop
+from pipeline.skate.parsing import LETTERS
+from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
 
 ACCURACIES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 #: model-like answerers: Beta(shape, shape) latent p per question, logit offsets per letter, the
@@ -118,7 +118,9 @@ def questions(count: int, seed: int) -> list[Question]:
         template = draw_template(rng)
         answer = run_trusted(template.program)
         wrong = plausible_distractors(template, answer, 9, rng)
-        made.append(Question(f"bench-{seed}-{i}", 1, "setter-bot", template.description, template.program, answer, tuple(wrong)))
+        made.append(
+            Question(f"bench-{seed}-{i}", 1, "setter-bot", template.description, template.program, answer, tuple(wrong))
+        )
     return made
 
 
@@ -130,15 +132,22 @@ def rules(answer_tokens: int) -> dict[str, AnsweringParams]:
     }
 
 
-async def measure(player: Player, qs: Sequence[Question], kind: str, exact: bool, answer_tokens: int) -> list[dict[str, Any]]:
+async def measure(
+    player: Player, qs: Sequence[Question], kind: str, exact: bool, answer_tokens: int
+) -> list[dict[str, Any]]:
     fixed = AnsweringParams(min_samples=FIXED, max_samples=FIXED, max_tokens=answer_tokens, few_shot=2)
     out = []
     for q in qs:
         started = time.perf_counter()
         fixed_rows, f = await answer_sampled(player, q, fixed, game_seed=0)
-        row: dict[str, Any] = {"question": q.question_id, "answerer": player.name, "kind": kind,
-                               "fixed_p": f["p_correct"], "fixed_s": round(time.perf_counter() - started, 3),
-                               "hits": [int(r["p_correct"]) for r in fixed_rows]}
+        row: dict[str, Any] = {
+            "question": q.question_id,
+            "answerer": player.name,
+            "kind": kind,
+            "fixed_p": f["p_correct"],
+            "fixed_s": round(time.perf_counter() - started, 3),
+            "hits": [int(r["p_correct"]) for r in fixed_rows],
+        }
         for name, settings in rules(answer_tokens).items():
             rule_rows, summary = await answer_sampled(player, q, settings, game_seed=0)  # models: from the cache
             # the rule read the fixed run's first answers: same option sets, same replies
@@ -146,7 +155,9 @@ async def measure(player: Player, qs: Sequence[Question], kind: str, exact: bool
             row[f"{name}_p"], row[f"{name}_samples"] = summary["p_correct"], summary["samples"]
         if exact:
             started = time.perf_counter()
-            _, e = await answer_exact(player, q, AnsweringParams(exact_option_sets=OPTION_SETS, few_shot=2), game_seed=0)
+            _, e = await answer_exact(
+                player, q, AnsweringParams(exact_option_sets=OPTION_SETS, few_shot=2), game_seed=0
+            )
             row.update(exact_p=e["p_correct"], exact_s=round(time.perf_counter() - started, 3))
         out.append(row)
         print({k: v for k, v in row.items() if k != "hits"}, file=sys.stderr)
@@ -224,7 +235,9 @@ def true_probabilities(rows: Sequence[Mapping[str, Any]], bank: Sequence[Questio
             out[j] = float(name.removeprefix("noisy-"))  # `noisy` draws rng.random() < accuracy
         else:
             q = by_id[r["question"]]
-            out[j] = [model_like_p(MODEL_LIKE[name], name, q.question_id, i, option_set(q, i, 0)[1]) for i in range(FIXED)]
+            out[j] = [
+                model_like_p(MODEL_LIKE[name], name, q.question_id, i, option_set(q, i, 0)[1]) for i in range(FIXED)
+            ]
     return out
 
 
@@ -267,8 +280,9 @@ def follow(probs: np.ndarray, agree: list[np.ndarray], stop: StopTables) -> tupl
     return samples, agreed
 
 
-def oracle_policy(lam: float, probs: np.ndarray, agree: list[np.ndarray], min_samples: int
-                  ) -> tuple[np.ndarray, np.ndarray, StopTables]:
+def oracle_policy(
+    lam: float, probs: np.ndarray, agree: list[np.ndarray], min_samples: int
+) -> tuple[np.ndarray, np.ndarray, StopTables]:
     """Per stream (E[samples], P(agree)) of the optimal stopping rule for E[n] + lam * P(disagree)
     when the stream is known, and its stop tables."""
     value = np.full((probs.shape[0], FIXED + 1), float(FIXED))  # the cap: FIXED samples, always agrees
@@ -301,8 +315,14 @@ def iid_design(probs: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     return mean, agreement_tables(np.repeat(mean[:, None], FIXED, axis=1))
 
 
-def mix_rule(lam: float, probs: np.ndarray, weights: np.ndarray, agree: list[np.ndarray],
-             design: tuple[np.ndarray, list[np.ndarray]], min_samples: int) -> tuple[np.ndarray, np.ndarray, StopTables]:
+def mix_rule(
+    lam: float,
+    probs: np.ndarray,
+    weights: np.ndarray,
+    agree: list[np.ndarray],
+    design: tuple[np.ndarray, list[np.ndarray]],
+    min_samples: int,
+) -> tuple[np.ndarray, np.ndarray, StopTables]:
     """A rule reading only (n, k), as `should_stop` does, that knows the mix's distribution of
     P(right) but not which pair it answers: Bayes-optimal for E[n] + lam * P(disagree) if every
     stream were i.i.d. at its mean (exact for the noisy bots), scored exactly on the true streams."""
@@ -330,6 +350,7 @@ def _at_share(solve: Any, weights: np.ndarray, share: float) -> tuple[dict[str, 
     mix of the two policies either side (a pair follows one or the other at random), which
     attains the share, the dual value L(lam) - lam * (1 - share) (for the oracle: a certified
     bound at any lam), and the lam on the agreeing side."""
+
     def point(lam: float) -> tuple[float, float]:
         samples, agreed = solve(lam)[:2]
         return float(weights @ samples), float(weights @ agreed)
@@ -343,9 +364,15 @@ def _at_share(solve: Any, weights: np.ndarray, share: float) -> tuple[dict[str, 
     (n_low, a_low), (n_high, a_high) = point(low), point(high)
     dual = max(n + lam * (share - a) for lam, n, a in ((low, n_low, a_low), (high, n_high, a_high)))
     mixed = n_high if a_high - a_low < 1e-12 else n_low + (n_high - n_low) * (share - a_low) / (a_high - a_low)
-    return {"mean_samples": round(mixed, 2), "dual_bound": round(dual, 3), "multiplier": round(high, 3),
-            "policies_either_side": {"mean_samples": [round(n_low, 2), round(n_high, 2)],
-                                     "agreement": [round(a_low, 4), round(a_high, 4)]}}, high
+    return {
+        "mean_samples": round(mixed, 2),
+        "dual_bound": round(dual, 3),
+        "multiplier": round(high, 3),
+        "policies_either_side": {
+            "mean_samples": [round(n_low, 2), round(n_high, 2)],
+            "agreement": [round(a_low, 4), round(a_high, 4)],
+        },
+    }, high
 
 
 def simulate(p: np.ndarray, stop: StopTables, j: int, runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -370,17 +397,27 @@ def _read(right: np.ndarray, stop: StopTables, j: int) -> tuple[np.ndarray, np.n
 def _check_streams(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, inverse: np.ndarray) -> list[tuple[str, int]]:
     """Streams the simulation checks: two noisy levels and the model-like pair whose mean P(right)
     is nearest 0.4 (its P(right) varies from sample to sample)."""
-    picked = [(want, int(inverse[i])) for want in ("noisy-0.50", "noisy-0.90")
-              for i in [next((i for i, r in enumerate(rows) if r["answerer"] == want), None)] if i is not None]
+    picked = [
+        (want, int(inverse[i]))
+        for want in ("noisy-0.50", "noisy-0.90")
+        for i in [next((i for i, r in enumerate(rows) if r["answerer"] == want), None)]
+        if i is not None
+    ]
     model_like = [i for i, r in enumerate(rows) if r["kind"] == "model-like"]
     if model_like:
         i = min(model_like, key=lambda i: abs(float(probs[inverse[i]].mean()) - 0.4))
-        picked.append((f"{rows[i]['answerer']} {rows[i]['question']} (mean P(right) "
-                       f"{float(probs[inverse[i]].mean()):.3f})", int(inverse[i])))
+        picked.append(
+            (
+                f"{rows[i]['answerer']} {rows[i]['question']} (mean P(right) {float(probs[inverse[i]].mean()):.3f})",
+                int(inverse[i]),
+            )
+        )
     return picked
 
 
-def reachable(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def reachable(
+    rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
     """The oracle lower bound on this mix (floors 1 and 10) and a count-reading rule tuned to the
     mix: how low any rule could go, and how low one of should_stop's form does go."""
     unique, inverse, counts = np.unique(probs, axis=0, return_inverse=True, return_counts=True)
@@ -396,14 +433,14 @@ def reachable(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Ma
 
     bound: dict[str, Any] = {
         "method": "optimal stopping for an oracle that knows every sample's true P(right answer) (what "
-                  "each bot's policy draws against) and sees answers 1..n, not those to come; estimate "
-                  "k/n against the fixed run's hits/100, as the bench scores them. Each pair minimises "
-                  "E[n] + lam * P(disagree) by backward induction over (n, k), n up to 100 (where "
-                  "agreement is certain); lam is bisected until the mean agreement over the pairs "
-                  "crosses the share and the two policies either side are mixed. dual_bound, "
-                  "L(lam) - lam * (1 - share), certifies it: no rule reading the answers, with a floor "
-                  "at least min_samples, has fewer expected mean samples at that expected share. "
-                  "Expected values: a run's measured share moves by about 0.005 (1,100 pairs).",
+        "each bot's policy draws against) and sees answers 1..n, not those to come; estimate "
+        "k/n against the fixed run's hits/100, as the bench scores them. Each pair minimises "
+        "E[n] + lam * P(disagree) by backward induction over (n, k), n up to 100 (where "
+        "agreement is certain); lam is bisected until the mean agreement over the pairs "
+        "crosses the share and the two policies either side are mixed. dual_bound, "
+        "L(lam) - lam * (1 - share), certifies it: no rule reading the answers, with a floor "
+        "at least min_samples, has fewer expected mean samples at that expected share. "
+        "Expected values: a run's measured share moves by about 0.005 (1,100 pairs).",
         "pairs": len(rows),
         "distinct_probability_streams": len(unique),
     }
@@ -411,24 +448,37 @@ def reachable(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Ma
         solve = lambda lam, floor=floor: oracle_policy(lam, unique, agree, floor)  # noqa: E731
         target, lam = _at_share(solve, weights, SHARE_TARGET)
         samples, agreed, stop = solve(lam)
-        kinds = {kind: {"mean_samples": round(float(samples[inverse[mask]].mean()), 2),
-                        "agreement": round(float(agreed[inverse[mask]].mean()), 4)}
-                 for kind in sorted({r["kind"] for r in rows})
-                 for mask in [np.array([r["kind"] == kind for r in rows])]}
+        kinds = {
+            kind: {
+                "mean_samples": round(float(samples[inverse[mask]].mean()), 2),
+                "agreement": round(float(agreed[inverse[mask]].mean()), 4),
+            }
+            for kind in sorted({r["kind"] for r in rows})
+            for mask in [np.array([r["kind"] == kind for r in rows])]
+        }
         checks = {}  # brute force: the policy simulated on a few streams against the DP's values
         for label, j in _check_streams(rows, unique, inverse):
             n, ok = simulate(unique[j], stop, j, 20_000, seed=j)
-            checks[label] = {"dp_samples": round(float(samples[j]), 3), "simulated_samples": round(float(n.mean()), 3),
-                             "samples_se": round(float(n.std() / math.sqrt(len(n))), 3),
-                             "dp_agreement": round(float(agreed[j]), 4), "simulated_agreement": round(float(ok.mean()), 4),
-                             "agreement_se": round(float(ok.std() / math.sqrt(len(ok))), 4)}
+            checks[label] = {
+                "dp_samples": round(float(samples[j]), 3),
+                "simulated_samples": round(float(n.mean()), 3),
+                "samples_se": round(float(n.std() / math.sqrt(len(n))), 3),
+                "dp_agreement": round(float(agreed[j]), 4),
+                "simulated_agreement": round(float(ok.mean()), 4),
+                "agreement_se": round(float(ok.std() / math.sqrt(len(ok))), 4),
+            }
         bound[f"min_samples_{floor}"] = {
             f"at_{SHARE_TARGET}": target,
             "agreeing_policy_by_kind": kinds,
             "by_share": {f"{s:.2f}": _at_share(solve, weights, s)[0]["mean_samples"] for s in (0.95, 0.97)},
-            "at_each_rule_measured_share": {rule: {"share": m["share_within_0.1"], "rule_mean_samples": m["mean_samples"],
-                                                   "bound": _at_share(solve, weights, m["share_within_0.1"])[0]["mean_samples"]}
-                                            for rule, m in measured.items()},
+            "at_each_rule_measured_share": {
+                rule: {
+                    "share": m["share_within_0.1"],
+                    "rule_mean_samples": m["mean_samples"],
+                    "bound": _at_share(solve, weights, m["share_within_0.1"])[0]["mean_samples"],
+                }
+                for rule, m in measured.items()
+            },
             "simulation_check_20000_runs": checks,
         }
     # tighter, still rigorous: told only that a pair is noisy (not its level), a rule faces i.i.d.
@@ -443,21 +493,29 @@ def reachable(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Ma
 
     def hybrid(lam: float, floor: int) -> tuple[np.ndarray, np.ndarray]:
         samples, agreed = np.empty(len(unique)), np.empty(len(unique))
-        samples[noisy], agreed[noisy] = mix_rule(lam, unique[noisy], weights[noisy] / weights[noisy].sum(), agree_noisy, noisy_design, floor)[:2]
+        samples[noisy], agreed[noisy] = mix_rule(
+            lam, unique[noisy], weights[noisy] / weights[noisy].sum(), agree_noisy, noisy_design, floor
+        )[:2]
         samples[other], agreed[other] = oracle_policy(lam, unique[other], agree_other, floor)[:2]
         return samples, agreed
 
     bound["tighter_noisy_level_unknown"] = {
         "method": "as above, but a noisy pair's level (0, 0.1, ..., 1) is not told: there the Bayes rule "
-                  "over the 7 equally common levels, optimal for i.i.d. answers (n and k suffice); "
-                  "model-like pairs keep the oracle. Still a lower bound on any rule reading the answers",
-        **{f"min_samples_{floor}": _at_share(lambda lam, floor=floor: hybrid(lam, floor), weights, SHARE_TARGET)[0]
-           for floor in (1, 10)},
+        "over the 7 equally common levels, optimal for i.i.d. answers (n and k suffice); "
+        "model-like pairs keep the oracle. Still a lower bound on any rule reading the answers",
+        **{
+            f"min_samples_{floor}": _at_share(lambda lam, floor=floor: hybrid(lam, floor), weights, SHARE_TARGET)[0]
+            for floor in (1, 10)
+        },
     }
     # labelled comparisons, not bounds: the old argument's fixed count per known p, and a rule
     # of should_stop's form (reads n and k only) tuned to this mix's distribution of P(right)
-    fixed_count = {f"min_samples_{floor}": _at_share(lambda lam, floor=floor: fixed_count_policy(lam, counts_agree, floor),
-                                                     weights, SHARE_TARGET)[0]["mean_samples"] for floor in (1, 10)}
+    fixed_count = {
+        f"min_samples_{floor}": _at_share(
+            lambda lam, floor=floor: fixed_count_policy(lam, counts_agree, floor), weights, SHARE_TARGET
+        )[0]["mean_samples"]
+        for floor in (1, 10)
+    }
     tuned: dict[str, Any] = {}
     for floor in (1, 10):
         solve = lambda lam, floor=floor: mix_rule(lam, unique, weights, agree, mix_design, floor)  # noqa: E731
@@ -465,21 +523,25 @@ def reachable(rows: Sequence[Mapping[str, Any]], probs: np.ndarray, measured: Ma
         del tuned[f"min_samples_{floor}"]["dual_bound"]  # bounds nothing for a rule that is not optimal
         n, ok = _read(right, solve(lam)[2], 0)
         tuned[f"min_samples_{floor}"]["replayed_on_recorded_answers"] = {
-            "mean_samples": round(float(n.mean()), 2), "share_within_0.1": round(float(ok.mean()), 4)}
+            "mean_samples": round(float(n.mean()), 2),
+            "share_within_0.1": round(float(ok.mean()), 4),
+        }
     return {
         "lower_bound_any_rule": bound,
         "fixed_count_known_p_not_a_bound": {
             "method": "each pair told its true P(right) in advance and given the fixed sample count that "
-                      "minimises E[n] + lam * P(disagree), lam bisected to the share: the earlier "
-                      "argument; an oracle that knows p can also adapt, so this bounds nothing",
-            **fixed_count},
+            "minimises E[n] + lam * P(disagree), lam bisected to the share: the earlier "
+            "argument; an oracle that knows p can also adapt, so this bounds nothing",
+            **fixed_count,
+        },
         "count_rule_tuned_to_this_mix": {
             "method": "a stop table over (n, k), Bayes-optimal for E[n] + lam * "
-                      "P(disagree) under this mix's distribution of mean P(right) (each pair taken as "
-                      "i.i.d. at its mean: exact for the noisy bots); expected values computed exactly on "
-                      "the true streams, lam bisected to the share; then replayed on this run's recorded "
-                      "answers (the table at the agreeing lam). Tuned in-sample: it knows this bench's mix",
-            **tuned},
+            "P(disagree) under this mix's distribution of mean P(right) (each pair taken as "
+            "i.i.d. at its mean: exact for the noisy bots); expected values computed exactly on "
+            "the true streams, lam bisected to the share; then replayed on this run's recorded "
+            "answers (the table at the agreeing lam). Tuned in-sample: it knows this bench's mix",
+            **tuned,
+        },
     }
 
 
@@ -491,10 +553,14 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="response cache to reuse (default: a fresh temp dir)")
     args = parser.parse_args()
     cache = args.cache or tempfile.mkdtemp(prefix="skate-mcq-bench-")
-    roster: list[dict[str, Any]] = [{"name": f"noisy-{q:.2f}", "bot": "noisy", "bot_options": {"accuracy": q}} for q in ACCURACIES]
+    roster: list[dict[str, Any]] = [
+        {"name": f"noisy-{q:.2f}", "bot": "noisy", "bot_options": {"accuracy": q}} for q in ACCURACIES
+    ]
     roster += [{"name": name, "bot": "bench-model", "bot_options": options} for name, options in MODEL_LIKE.items()]
     if args.model:
-        roster.append({"name": "model", "model": args.model, "sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1}})
+        roster.append(
+            {"name": "model", "model": args.model, "sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1}}
+        )
     models = ModelsParams.model_validate({"roster": roster, "gateway": {"cache_dir": cache}})
     gateway = Gateway(models, job="bench/skate_mcq_cost")
     players = make_players(models, gateway, 0, game="skate")
@@ -506,8 +572,13 @@ def main() -> None:
         every += asyncio.run(measure(players[f"noisy-{q:.2f}"], bank, "noisy", exact=False, answer_tokens=1))
     for name in MODEL_LIKE:
         every += asyncio.run(measure(players[name], bank, "model-like", exact=False, answer_tokens=1))
-    model_rows = asyncio.run(measure(players["model"], questions(args.model_questions, seed=2), "model", exact=True, answer_tokens=1)) \
-        if args.model and args.model_questions else []
+    model_rows = (
+        asyncio.run(
+            measure(players["model"], questions(args.model_questions, seed=2), "model", exact=True, answer_tokens=1)
+        )
+        if args.model and args.model_questions
+        else []
+    )
     every += model_rows
     seconds = time.perf_counter() - started
 
@@ -518,7 +589,9 @@ def main() -> None:
         replays = [replay(r["hits"], settings) for r in every]
         sweep[f"{risk:.2f}"] = {
             "mean_samples": round(statistics.mean(n for _, n in replays), 2),
-            "share_within_0.1": round(sum(within(p, r["fixed_p"]) for (p, _), r in zip(replays, every)) / len(every), 4),
+            "share_within_0.1": round(
+                sum(within(p, r["fixed_p"]) for (p, _), r in zip(replays, every)) / len(every), 4
+            ),
         }
     bots = [r for r in every if r["kind"] != "model"]  # a real model's P(right) is not known
     probs = true_probabilities(bots, bank)
@@ -526,54 +599,84 @@ def main() -> None:
     # the recorded answers were drawn with these probabilities: their totals must agree
     recorded = np.array([sum(r["hits"]) for r in bots])
     reach["lower_bound_any_rule"]["recorded_vs_probabilities"] = {
-        kind: {"right_answers": int(recorded[mask].sum()), "expected": round(float(probs[mask].sum()), 1),
-               "z": round(float((recorded[mask].sum() - probs[mask].sum()) / np.sqrt((probs[mask] * (1 - probs[mask])).sum())), 2)}
-        for kind in sorted({r["kind"] for r in bots}) for mask in [np.array([r["kind"] == kind for r in bots])]}
+        kind: {
+            "right_answers": int(recorded[mask].sum()),
+            "expected": round(float(probs[mask].sum()), 1),
+            "z": round(
+                float((recorded[mask].sum() - probs[mask].sum()) / np.sqrt((probs[mask] * (1 - probs[mask])).sum())), 2
+            ),
+        }
+        for kind in sorted({r["kind"] for r in bots})
+        for mask in [np.array([r["kind"] == kind for r in bots])]
+    }
     model = None
     if model_rows:
         model = {
             "answerer": f"{args.model} (temperature 1, 2 solved examples, 1-token answers)",
             "questions": len(model_rows),
-            "seconds_per_question": {"fixed": round(statistics.mean(r["fixed_s"] for r in model_rows), 2),
-                                     "exact": round(statistics.mean(r["exact_s"] for r in model_rows), 2)},
-            "pairs": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k not in ("hits", "kind")}
-                      for r in model_rows],
+            "seconds_per_question": {
+                "fixed": round(statistics.mean(r["fixed_s"] for r in model_rows), 2),
+                "exact": round(statistics.mean(r["exact_s"] for r in model_rows), 2),
+            },
+            "pairs": [
+                {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k not in ("hits", "kind")}
+                for r in model_rows
+            ],
         }
     write_result(
         "skate_mcq_cost",
         metric="mean samples per (question, answerer), answering.stopping: predictive (risk 0.04 of a change "
-               "over 0.1 before 100 samples), on the same answers as the fixed 100 and the paper's rule",
+        "over 0.1 before 100 samples), on the same answers as the fixed 100 and the paper's rule",
         value=new["mean_samples"],
         unit="samples",
         target=f"<= {SAMPLES_TARGET} mean samples, within {TOLERANCE} of a fixed {FIXED} samples on >= "
-               f"{SHARE_TARGET:.0%} of pairs",
-        target_met={"samples": new["mean_samples"] <= SAMPLES_TARGET, "agreement": new["share_within_0.1"] >= SHARE_TARGET},
+        f"{SHARE_TARGET:.0%} of pairs",
+        target_met={
+            "samples": new["mean_samples"] <= SAMPLES_TARGET,
+            "agreement": new["share_within_0.1"] >= SHARE_TARGET,
+        },
         baseline={"fixed_samples": FIXED, "standard_error (the paper's rule, the default)": old},
         predictive=new,
-        by_answerer_kind={kind: {rule: summarise([r for r in every if r["kind"] == kind], rule)
-                                 for rule in ("standard_error", "predictive")}
-                          for kind in sorted({r["kind"] for r in every})},
+        by_answerer_kind={
+            kind: {
+                rule: summarise([r for r in every if r["kind"] == kind], rule)
+                for rule in ("standard_error", "predictive")
+            }
+            for kind in sorted({r["kind"] for r in every})
+        },
         by_fixed_p=by_band(every),
         p_distribution=p_distribution(every),
         predictive_risk_sweep=sweep,
         **reach,
         local_model=model,
         seconds=round(seconds, 1),
-        settings={"standard_error": {"sigma_stop": 0.05, "min_samples": 10, "max_samples": FIXED},
-                  "predictive": {"predictive_tolerance": TOLERANCE, "predictive_risk": 0.04, "min_samples": 10,
-                                 "max_samples": FIXED},
-                  "questions_per_bot": len(bank), "noisy_accuracies": list(ACCURACIES), "model_like": MODEL_LIKE,
-                  "exact_option_sets": OPTION_SETS},
+        settings={
+            "standard_error": {"sigma_stop": 0.05, "min_samples": 10, "max_samples": FIXED},
+            "predictive": {
+                "predictive_tolerance": TOLERANCE,
+                "predictive_risk": 0.04,
+                "min_samples": 10,
+                "max_samples": FIXED,
+            },
+            "questions_per_bot": len(bank),
+            "noisy_accuracies": list(ACCURACIES),
+            "model_like": MODEL_LIKE,
+            "exact_option_sets": OPTION_SETS,
+        },
     )
     bound, tuned = reach["lower_bound_any_rule"], reach["count_rule_tuned_to_this_mix"]
     at = f"at_{SHARE_TARGET}"
     print(f"\nsamples for {SHARE_TARGET:.0%} within {TOLERANCE} of {FIXED} samples (expected, {len(bots)} bot pairs):")
-    print(f"  predictive {new['mean_samples']} ({new['share_within_0.1']:.1%}), standard_error "
-          f"{old['mean_samples']} ({old['share_within_0.1']:.1%}); target <= {SAMPLES_TARGET}")
+    print(
+        f"  predictive {new['mean_samples']} ({new['share_within_0.1']:.1%}), standard_error "
+        f"{old['mean_samples']} ({old['share_within_0.1']:.1%}); target <= {SAMPLES_TARGET}"
+    )
     for floor in (1, 10):
-        print(f"  min_samples {floor}: no rule below {bound[f'min_samples_{floor}'][at]['mean_samples']} (oracle told "
-              f"P(right)), {bound['tighter_noisy_level_unknown'][f'min_samples_{floor}']['mean_samples']} (noisy level "
-              f"not told); count rule tuned to this mix {tuned[f'min_samples_{floor}']['mean_samples']}")
+        print(
+            f"  min_samples {floor}: no rule below {bound[f'min_samples_{floor}'][at]['mean_samples']} (oracle told "
+            f"P(right)), {bound['tighter_noisy_level_unknown'][f'min_samples_{floor}']['mean_samples']} (noisy level "
+            f"not told); count rule tuned to this mix {tuned[f'min_samples_{floor}']['mean_samples']}"
+        )
 
 
 if __name__ == "__main__":

@@ -41,10 +41,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-from pipeline.core.rating.fast import compile_events, rate_rows  # noqa: E402
-from pipeline.core.rating.multipass import (  # noqa: E402
+from pipeline.core.rating.fast import compile_events, rate_rows
+from pipeline.core.rating.multipass import (
     FreeForAll,
     RatingParams,
     pass_orders,
@@ -89,8 +89,9 @@ def first_call_seconds() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
         for label in ("compile_s", "cached_s"):
-            out = subprocess.run([sys.executable, "-c", _FIRST_CALL], cwd=ROOT, env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", _FIRST_CALL], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            ).stdout
             times[label] = round(float(out.split()[-1]), 2)
     return times
 
@@ -110,12 +111,17 @@ def main() -> int:
     parser.add_argument("--reference-passes", type=int, default=3)
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--default-env", action="store_true", help="trueskill's default settings")
-    parser.add_argument("--no-summary", action="store_true",
-                        help="skip timing rating_summary at Elimination's defaults (100 passes, 50 x 5 bootstrap)")
+    parser.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="skip timing rating_summary at Elimination's defaults (100 passes, 50 x 5 bootstrap)",
+    )
     args = parser.parse_args()
 
-    params = RatingParams() if args.default_env else RatingParams(
-        mu=4.0, sigma=8.3333, beta=4.1667, tau=0.0, draw_probability=0.0
+    params = (
+        RatingParams()
+        if args.default_env
+        else RatingParams(mu=4.0, sigma=8.3333, beta=4.1667, tau=0.0, draw_probability=0.0)
     )
     events = corpus(args.games, args.models, args.seats, args.seed)
     first_call = first_call_seconds()
@@ -124,12 +130,15 @@ def main() -> int:
     load_before = load_average()
 
     (players, fast_mu, fast_sigma), fast_wall, fast_cpu = timed(
-        pass_ratings, events, params, args.passes, args.seed, "fast")
+        pass_ratings, events, params, args.passes, args.seed, "fast"
+    )
     (_, numpy_mu, numpy_sigma), numpy_wall, numpy_cpu = timed(
-        pass_ratings, events, params, args.passes, args.seed, "numpy")
+        pass_ratings, events, params, args.passes, args.seed, "numpy"
+    )
     ref_passes = min(args.reference_passes, args.passes)
     (ref_players, ref_mu, ref_sigma), ref_wall, ref_cpu = timed(
-        pass_ratings, events, params, ref_passes, args.seed, "reference")
+        pass_ratings, events, params, ref_passes, args.seed, "reference"
+    )
     assert ref_players == players
 
     # Same bytes on one thread as on all of them: a row never depends on who rated it.
@@ -144,13 +153,16 @@ def main() -> int:
     if not args.no_summary:
         # What an Elimination import of this corpus runs with its default rating settings.
         settings = {"resamples": 50, "bootstrap_passes": 5}
-        fast_table, summary_wall, summary_cpu = timed(rating_summary, events, params, 100, args.seed,
-                                                      method="fast", **settings)
-        numpy_table, numpy_summary_wall, numpy_summary_cpu = timed(rating_summary, events, params, 100,
-                                                                   args.seed, method="numpy", **settings)
+        fast_table, summary_wall, summary_cpu = timed(
+            rating_summary, events, params, 100, args.seed, method="fast", **settings
+        )
+        numpy_table, numpy_summary_wall, numpy_summary_cpu = timed(
+            rating_summary, events, params, 100, args.seed, method="numpy", **settings
+        )
         summary = {
             "rating_summary_elimination_defaults": {
-                "passes": 100, **settings,
+                "passes": 100,
+                **settings,
                 "wall_s": round(summary_wall, 2),
                 "cpu_s": round(summary_cpu, 2),
                 "target_s": SUMMARY_TARGET_S,
@@ -171,15 +183,15 @@ def main() -> int:
     write_result(
         "trueskill_multipass",
         metric=f"{args.passes} TrueSkill passes over {args.games} {args.seats}-player free-for-all games, "
-               "compiled engine (numba), kernel already loaded",
+        "compiled engine (numba), kernel already loaded",
         value=round(fast_wall, 2),
         unit="s",
         target=f"<= {TARGET_S:g} s ({args.passes} passes) and rating_summary at Elimination's defaults "
-               f"<= {SUMMARY_TARGET_S:g} s on 2 cores; every player within {TOLERANCE:g} of the trueskill "
-               "package on the first passes; same numbers as the numpy engine",
+        f"<= {SUMMARY_TARGET_S:g} s on 2 cores; every player within {TOLERANCE:g} of the trueskill "
+        "package on the first passes; same numbers as the numpy engine",
         baseline={
             "description": f"the numpy rows engine it replaces (method='numpy'), the same {args.passes} "
-                           "passes in the same run",
+            "passes in the same run",
             "unit": "s",
             "value": round(numpy_wall, 2),
             "cpu_s": round(numpy_cpu, 2),
@@ -188,9 +200,10 @@ def main() -> int:
         fast_cpu_s=round(fast_cpu, 2),
         fast_one_thread_s=round(one_thread_wall, 2),
         threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        first_call=first_call | {
+        first_call=first_call
+        | {
             "description": "fresh process: import + one tiny rating, with an empty numba cache (compile) "
-                           "and again from the cache it wrote (load); not in the value"
+            "and again from the cache it wrote (load); not in the value"
         },
         reference={
             "description": f"trueskill package, one rate call per game, first {ref_passes} passes",

@@ -33,17 +33,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result  # noqa: E402
+from _common import load_average, write_result
 
-from pipeline.core.judge.cache import ScoreCache  # noqa: E402
-from pipeline.core.judge.scoring import Judge, load_judge  # noqa: E402
-from pipeline.core.models.gateway import Gateway  # noqa: E402
-from pipeline.core.models.players import make_players  # noqa: E402
-from pipeline.core.models.roster import ModelsParams  # noqa: E402
-from pipeline.xent.mapset import import_benchmark, load_map_set  # noqa: E402
-from pipeline.xent.play import PlaySettings, play_map  # noqa: E402
-from pipeline.xent.values import Term, XentValue  # noqa: E402
-from pipeline.xent.xgl import load_program  # noqa: E402
+from pipeline.core.judge.cache import ScoreCache
+from pipeline.core.judge.scoring import Judge, load_judge
+from pipeline.core.models.gateway import Gateway
+from pipeline.core.models.players import make_players
+from pipeline.core.models.roster import ModelsParams
+from pipeline.xent.mapset import import_benchmark, load_map_set
+from pipeline.xent.play import PlaySettings, play_map
+from pipeline.xent.values import Term, XentValue
+from pipeline.xent.xgl import load_program
 
 SAMPLE = Path(__file__).resolve().parent.parent / "tests" / "data" / "xent" / "benchmark-sample.json"
 Pair = tuple[str, str]
@@ -68,9 +68,12 @@ def reference_loop_bits(judge: Judge, string: str, prefix: str) -> list[float]:
 def play_sample(judge: Judge, rounds: int, workdir: Path) -> tuple[list[dict], float]:
     import_benchmark(SAMPLE, workdir / "sample")
     mapset = load_map_set(workdir / "sample")
-    models = ModelsParams.model_validate({"roster": [{"name": "heuristic-bot", "bot": "heuristic"},
-                                                     {"name": "random-bot", "bot": "random"}],
-                                          "gateway": {"cache_dir": str(workdir / "cache")}})
+    models = ModelsParams.model_validate(
+        {
+            "roster": [{"name": "heuristic-bot", "bot": "heuristic"}, {"name": "random-bot", "bot": "random"}],
+            "gateway": {"cache_dir": str(workdir / "cache")},
+        }
+    )
     gateway = Gateway(models, job="bench-xent", cache_dir=workdir / "cache")
     bots = make_players(models, gateway, 11, game="xent")
     records = []
@@ -83,8 +86,11 @@ def play_sample(judge: Judge, rounds: int, workdir: Path) -> tuple[list[dict], f
             for one in maps:
                 program = load_program(mapset.root / one.path)
                 for bot in bots.values():
-                    jobs.append(play_map(game, program, f"{one.map_id}-{bot.name}", {"black": bot}, judge, rounds,
-                                         PlaySettings()))
+                    jobs.append(
+                        play_map(
+                            game, program, f"{one.map_id}-{bot.name}", {"black": bot}, judge, rounds, PlaySettings()
+                        )
+                    )
         return list(await asyncio.gather(*jobs))
 
     records = asyncio.run(everything())
@@ -117,8 +123,11 @@ def main() -> int:
     errored = sum(1 for r in records for rnd in r["rounds"] if rnd["error"])
     pairs = reward_pairs(records)
     scored_tokens = sum(max(len(judge.tokenizer(s)["input_ids"]) - 1, 0) for s, _ in pairs)
-    print(f"played {rounds} rounds ({errored} errored) in {play_s:.1f} s; {len(pairs)} pairs, "
-          f"{scored_tokens} scored tokens", file=sys.stderr)
+    print(
+        f"played {rounds} rounds ({errored} errored) in {play_s:.1f} s; {len(pairs)} pairs, "
+        f"{scored_tokens} scored tokens",
+        file=sys.stderr,
+    )
 
     # warm both paths first: on a GPU the first calls pay for the context and kernel selection
     judge.score_many(pairs[:2])
@@ -129,7 +138,7 @@ def main() -> int:
     size = math.ceil(len(pairs) / args.slices)
     for k in range(args.slices):
         part = pairs[k * size : (k + 1) * size]
-        for way in (("ours", "base") if k % 2 == 0 else ("base", "ours")):
+        for way in ("ours", "base") if k % 2 == 0 else ("base", "ours"):
             judge.cache = ScoreCache(None)
             start = time.perf_counter()
             if way == "ours":
@@ -149,19 +158,28 @@ def main() -> int:
     write_result(
         args.name,
         metric="judge time per scored token over every reward of the sample maps x 20 rounds x 2 bots "
-               "(runtime + judge, reference scoring)",
+        "(runtime + judge, reference scoring)",
         value=round(per_token * 1000, 3),
         unit="ms per scored token",
         target="faster than the reference's judge loop, same totals within 1e-3 bits",
-        baseline={"description": "the reference's judge loop: one full-logits forward per scored text, same run, "
-                                 "interleaved slices", "value": round(baseline_per_token * 1000, 3),
-                  "unit": "ms per scored token"},
+        baseline={
+            "description": "the reference's judge loop: one full-logits forward per scored text, same run, "
+            "interleaved slices",
+            "value": round(baseline_per_token * 1000, 3),
+            "unit": "ms per scored token",
+        },
         meets_target=bool(per_token < baseline_per_token and vs_reference < 1e-3),
         speedup=round(baseline_per_token / per_token, 2),
         judge=judge.fingerprint.as_dict(),
-        rounds_played=rounds, rounds_errored=errored, play_wall_s=round(play_s, 1), pairs=len(pairs),
-        scored_tokens=scored_tokens, ours_s=round(ours_s, 2), baseline_s=round(base_s, 2),
-        max_abs_diff_vs_reference_loop_bits=vs_reference, max_abs_diff_batched_vs_single_bits=vs_single,
+        rounds_played=rounds,
+        rounds_errored=errored,
+        play_wall_s=round(play_s, 1),
+        pairs=len(pairs),
+        scored_tokens=scored_tokens,
+        ours_s=round(ours_s, 2),
+        baseline_s=round(base_s, 2),
+        max_abs_diff_vs_reference_loop_bits=vs_reference,
+        max_abs_diff_batched_vs_single_bits=vs_single,
         load_avg=load_average(),
     )
     return 0

@@ -9,9 +9,10 @@ import json
 import logging
 import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 from pipeline.core.artifacts import InputError, ParamsError
 
@@ -41,11 +42,19 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         temperature=args.temperature,
     )
     if args.json:
-        print(json.dumps({
-            "model": entry.model, "text": completion.text, "tokens_in": completion.tokens_in,
-            "tokens_out": completion.tokens_out, "cost_usd": completion.cost_usd,
-            "latency_s": round(completion.latency_s, 3), "cache_hit": completion.cache_hit,
-        }))
+        print(
+            json.dumps(
+                {
+                    "model": entry.model,
+                    "text": completion.text,
+                    "tokens_in": completion.tokens_in,
+                    "tokens_out": completion.tokens_out,
+                    "cost_usd": completion.cost_usd,
+                    "latency_s": round(completion.latency_s, 3),
+                    "cache_hit": completion.cache_hit,
+                }
+            )
+        )
     else:
         print(completion.text)
     return 0
@@ -55,8 +64,11 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     from pipeline.core.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 
     limits = SandboxLimits(
-        cpu_s=args.cpu_s, wall_s=args.wall_s, memory_mb=args.memory_mb,
-        output_bytes=args.output_bytes, processes=args.processes,
+        cpu_s=args.cpu_s,
+        wall_s=args.wall_s,
+        memory_mb=args.memory_mb,
+        output_bytes=args.output_bytes,
+        processes=args.processes,
     )
     try:
         sandbox = Sandbox(limits, allow_unisolated=args.allow_unisolated)
@@ -71,8 +83,12 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     sources = [Path(f).read_text(encoding="utf-8") for f in args.files]
     for file, result in zip(args.files, sandbox.run_many(sources, jobs=args.jobs)):
         record = {
-            "file": file, "stdout": result.stdout, "stderr": result.stderr,
-            "exit_code": result.exit_code, "limit": result.limit, "elapsed_s": result.elapsed_s,
+            "file": file,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "exit_code": result.exit_code,
+            "limit": result.limit,
+            "elapsed_s": result.elapsed_s,
             "isolation": result.isolation,
         }
         if args.json:
@@ -83,25 +99,41 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the core's own commands: `run` and `judge`, then `plan`
-CORE_COMMANDS = ("pipeline.core.run.cli", "pipeline.core.run.plan_cli")
+#: the core's own commands: `run` and `judge`, then `plan`, then `dvc-yaml`
+CORE_COMMANDS = ("pipeline.core.run.cli", "pipeline.core.run.plan_cli", "pipeline.core.run.dvc_yaml")
 
 
-def command_modules() -> list[ModuleType]:
-    """The core's command modules, then the `cli` modules of the package's benchmarks and stages, in
-    name order, then those of the registered benchmarks that live outside the package (an entry
-    point, PIPELINE_BENCHMARKS)."""
+Register = Callable[[argparse._SubParsersAction], None]
+
+
+def command_registrars() -> list[Register]:
+    """Who adds commands: the core's modules, then, in name order, every registered benchmark (its
+    verbs built from its declaration, core.run.verbs.add_benchmark) and the `cli` module of every other
+    stage of the package (the roster, the leaderboard); then the benchmarks outside the package (an
+    entry point, PIPELINE_BENCHMARKS)."""
     import pipeline
     from pipeline.core.run import benchmarks
+    from pipeline.core.run.verbs import add_benchmark
 
-    found = [importlib.import_module(name) for name in CORE_COMMANDS]
-    for info in sorted(pkgutil.iter_modules(pipeline.__path__), key=lambda i: i.name):
-        if info.ispkg and (Path(pipeline.__path__[0]) / info.name / "cli.py").exists():
-            found.append(importlib.import_module(f"pipeline.{info.name}.cli"))
-    for bench in benchmarks():
-        if not bench.package.startswith("pipeline.") and importlib.util.find_spec(f"{bench.package}.cli"):
-            found.append(importlib.import_module(f"{bench.package}.cli"))
+    found: list[Register] = [importlib.import_module(name).register for name in CORE_COMMANDS]
+    declared = {
+        bench.package.removeprefix("pipeline."): bench
+        for bench in benchmarks()
+        if bench.package.startswith("pipeline.")
+    }
+    named: dict[str, Register] = {name: partial(_add, add_benchmark, bench) for name, bench in declared.items()}
+    for info in pkgutil.iter_modules(pipeline.__path__):
+        if info.ispkg and info.name not in named and (Path(pipeline.__path__[0]) / info.name / "cli.py").exists():
+            named[info.name] = importlib.import_module(f"pipeline.{info.name}.cli").register
+    found += [named[name] for name in sorted(named)]
+    found += [
+        partial(_add, add_benchmark, bench) for bench in benchmarks() if not bench.package.startswith("pipeline.")
+    ]
     return found
+
+
+def _add(add: Callable[..., Any], bench: Any, commands: argparse._SubParsersAction) -> None:
+    add(commands, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,15 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-unisolated", action="store_true", help="run even without isolation (unsafe)")
     run.set_defaults(func=_cmd_sandbox_run)
 
-    # every benchmark adds its own commands: pipeline/<benchmark>/cli.py defines register(commands)
-    for module in command_modules():
-        module.register(commands)
+    # every benchmark's commands come from its declaration; the other stages' from their cli.py
+    for register in command_registrars():
+        register(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     from pipeline.core.artifacts import TableError
     from pipeline.core.models import GatewayError
 
@@ -157,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except FileNotFoundError as exc:  # a path given on the command line that is not there
         verb = " ".join(filter(None, [args.command, getattr(args, f"{args.command}_command", None)]))
-        print(f"error: {exc.filename or exc}: no such file or directory; check the paths given to `{verb}`",
-              file=sys.stderr)
+        print(
+            f"error: {exc.filename or exc}: no such file or directory; check the paths given to `{verb}`",
+            file=sys.stderr,
+        )
         return 2

@@ -1,4 +1,4 @@
-"""Shared fixtures: temp project copies, roster builders, a scripted fake provider for litellm."""
+"""Shared fixtures: temp work directories of the workflow, roster builders, a scripted fake provider for litellm."""
 
 from __future__ import annotations
 
@@ -67,10 +67,21 @@ def fake_provider() -> Iterator[ScriptedProvider]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A copy of the project's workflow files in a temp dir (the package runs from its install)."""
-    from pipeline.core.run.workflow import copy_workflow
+    """A work directory in a temp dir: the repository's params/ and nothing else. The repository's own
+    workflow runs there (pipeline.testing.project: run_workflow, snakemake_command, pipeline_command;
+    `python -m pipeline run|plan` there); results/ and .snakemake/ land in it."""
+    from pipeline.testing.project import make_workdir
 
-    return copy_workflow(REPO, tmp_path)
+    return make_workdir(tmp_path)
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    """A repository copy in a temp dir (Snakefile, dvc.yaml, params, pipeline/, profiles, envs), for the
+    tests that need one: a DVC stage (its deps are the project's files) or an edit of a rule file."""
+    from pipeline.testing.project import copy_project
+
+    return copy_project(tmp_path)
 
 
 def write_roster(project_dir: Path, roster: list[dict[str, Any]], **extra: Any) -> Path:

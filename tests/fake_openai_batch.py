@@ -30,8 +30,7 @@ def logprobs_for(body: dict[str, Any], reply: str) -> dict[str, Any] | None:
     """Next-token log-probabilities when asked: the reply's letter most likely, the rest spread."""
     if not body.get("logprobs"):
         return None
-    top = [{"token": letter, "logprob": -0.2 if letter == reply else -2.5 - i / 10}
-           for i, letter in enumerate(LETTERS)]
+    top = [{"token": letter, "logprob": -0.2 if letter == reply else -2.5 - i / 10} for i, letter in enumerate(LETTERS)]
     return {"content": [{"token": reply, "logprob": -0.2, "top_logprobs": top[: body.get("top_logprobs", 4)]}]}
 
 
@@ -39,9 +38,18 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4 + 3
     reply = reply_for(body)
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                     "finish_reason": "stop", "logprobs": logprobs_for(body, reply)}],
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply},
+                "finish_reason": "stop",
+                "logprobs": logprobs_for(body, reply),
+            }
+        ],
         "usage": {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1},
     }
 
@@ -75,8 +83,17 @@ class FakeOpenAI:
         data = form["file"].file.read()  # type: ignore[union-attr]
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = data
-        return web.json_response({"id": file_id, "object": "file", "bytes": len(data), "created_at": 0,
-                                  "filename": "requests.jsonl", "purpose": "batch", "status": "processed"})
+        return web.json_response(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": 0,
+                "filename": "requests.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            }
+        )
 
     def _batch(self, batch_id: str) -> dict[str, Any]:
         return self.batches[batch_id]
@@ -85,9 +102,15 @@ class FakeOpenAI:
         body = await request.json()
         batch_id = f"batch_{len(self.batches) + 1}"
         self.batches[batch_id] = {
-            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
-            "completion_window": body["completion_window"], "status": "validating", "created_at": 0,
-            "output_file_id": None, "error_file_id": None,
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": body["completion_window"],
+            "status": "validating",
+            "created_at": 0,
+            "output_file_id": None,
+            "error_file_id": None,
             "request_counts": {"total": 0, "completed": 0, "failed": 0},
         }
         self.polls[batch_id] = 0
@@ -101,15 +124,24 @@ class FakeOpenAI:
             if self.complete and self.polls[batch["id"]] >= self.polls_before_done:
                 lines = [json.loads(x) for x in self.files[batch["input_file_id"]].decode().splitlines() if x.strip()]
                 out = "".join(
-                    json.dumps({"id": f"req-{i}", "custom_id": line["custom_id"],
-                                "response": {"status_code": 200, "request_id": f"r{i}", "body": completion(line["body"])},
-                                "error": None}) + "\n"
+                    json.dumps(
+                        {
+                            "id": f"req-{i}",
+                            "custom_id": line["custom_id"],
+                            "response": {"status_code": 200, "request_id": f"r{i}", "body": completion(line["body"])},
+                            "error": None,
+                        }
+                    )
+                    + "\n"
                     for i, line in enumerate(lines)
                 )
                 output_id = f"file-{len(self.files) + 1}"
                 self.files[output_id] = out.encode()
-                batch.update(status="completed", output_file_id=output_id,
-                             request_counts={"total": len(lines), "completed": len(lines), "failed": 0})
+                batch.update(
+                    status="completed",
+                    output_file_id=output_id,
+                    request_counts={"total": len(lines), "completed": len(lines), "failed": 0},
+                )
         return web.json_response(batch)
 
     async def content(self, request: web.Request) -> web.Response:

@@ -83,15 +83,26 @@ class Cluster:
         """The jobs that slurmctld knows now (id, state, comment: the executor plugin writes the
         rule and wildcards there), from squeue."""
         out = self.run("squeue", "--noheader", "--states=all", "--format=%i|%T|%k").stdout
-        return [dict(zip(("id", "state", "comment"), line.split("|", 2), strict=True))
-                for line in out.splitlines() if line]
+        return [
+            dict(zip(("id", "state", "comment"), line.split("|", 2), strict=True)) for line in out.splitlines() if line
+        ]
 
     def accounting(self) -> list[dict[str, str]]:
         """Every job that slurmdbd recorded (id, state, exit code, comment), from sacct."""
-        out = self.run("sacct", "-X", "--noheader", "--parsable2", "--starttime", "now-1days",
-                       "--format=JobIDRaw,State,ExitCode,Comment").stdout
-        return [dict(zip(("id", "state", "exit", "comment"), line.split("|", 3), strict=True))
-                for line in out.splitlines() if line]
+        out = self.run(
+            "sacct",
+            "-X",
+            "--noheader",
+            "--parsable2",
+            "--starttime",
+            "now-1days",
+            "--format=JobIDRaw,State,ExitCode,Comment",
+        ).stdout
+        return [
+            dict(zip(("id", "state", "exit", "comment"), line.split("|", 3), strict=True))
+            for line in out.splitlines()
+            if line
+        ]
 
     def tail(self, name: str, lines: int = 15) -> str:
         path = self.log(name)
@@ -102,8 +113,10 @@ class Cluster:
 def missing_reason() -> str | None:
     """Why no cluster can start here before trying (None when it may)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return (f"SLURM's daemons need root (slurmd starts every job's processes); as root, `make test` "
-                f"installs Debian's {PACKAGES}")
+        return (
+            f"SLURM's daemons need root (slurmd starts every job's processes); as root, `make test` "
+            f"installs Debian's {PACKAGES}"
+        )
     absent = [name for name in (*DAEMONS, *CLIENTS) if shutil.which(name) is None]
     if absent:
         return f"SLURM is not installed ({', '.join(absent)} missing): `apt-get install {PACKAGES}` (or `make slurm`)"
@@ -134,7 +147,7 @@ def _configure(cluster: Cluster) -> None:
     # environment lacks every SLURM_* variable but a few job ids, SLURM_CONF included: that srun
     # only finds a cluster configured at the default path (/etc/slurm/slurm.conf) or configless.
     # This one lives in a temp dir, so the jobs' PATH starts with an srun that sets it again.
-    _write(cluster.bin / "srun", f"#!/bin/sh\nSLURM_CONF={cluster.conf} exec {shutil.which('srun')} \"$@\"\n", 0o755)
+    _write(cluster.bin / "srun", f'#!/bin/sh\nSLURM_CONF={cluster.conf} exec {shutil.which("srun")} "$@"\n', 0o755)
     key = root / "munge" / "munge.key"
     key.write_bytes(secrets.token_bytes(1024))
     key.chmod(0o400)
@@ -142,20 +155,22 @@ def _configure(cluster: Cluster) -> None:
     cpus, memory_mb = _machine()
     # AccountingStoragePass: the munge socket for talking to slurmdbd (AuthInfo covers the rest);
     # job_comment: sacct keeps the comment where the executor plugin names each job's rule
-    _write(cluster.conf, f"""\
+    _write(
+        cluster.conf,
+        f"""\
 ClusterName={CLUSTER_NAME}
 SlurmctldHost={cluster.host}(127.0.0.1)
-SlurmctldPort={ports['slurmctld']}
-SlurmdPort={ports['slurmd']}
+SlurmctldPort={ports["slurmctld"]}
+SlurmdPort={ports["slurmd"]}
 SlurmUser=root
 SlurmdUser=root
 {auth}CredType=cred/munge
-StateSaveLocation={root / 'state'}
-SlurmdSpoolDir={root / 'spool'}
-SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}
-SlurmdPidFile={root / 'run' / 'slurmd.pid'}
-SlurmctldLogFile={cluster.log('slurmctld')}
-SlurmdLogFile={cluster.log('slurmd')}
+StateSaveLocation={root / "state"}
+SlurmdSpoolDir={root / "spool"}
+SlurmctldPidFile={root / "run" / "slurmctld.pid"}
+SlurmdPidFile={root / "run" / "slurmd.pid"}
+SlurmctldLogFile={cluster.log("slurmctld")}
+SlurmdLogFile={cluster.log("slurmd")}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -169,36 +184,47 @@ KillWait=5
 MinJobAge=300
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
-AccountingStoragePort={ports['slurmdbd']}
-AccountingStoragePass={root / 'munge' / 'munge.socket'}
+AccountingStoragePort={ports["slurmdbd"]}
+AccountingStoragePass={root / "munge" / "munge.socket"}
 AccountingStoreFlags=job_comment
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={cluster.host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
-""")
+""",
+    )
     # slurmdbd reads slurmdbd.conf beside slurm.conf, and only when no one else may read it
-    _write(root / "etc" / "slurmdbd.conf", f"""\
+    _write(
+        root / "etc" / "slurmdbd.conf",
+        f"""\
 {auth}DbdHost={cluster.host}
 DbdAddr=127.0.0.1
-DbdPort={ports['slurmdbd']}
+DbdPort={ports["slurmdbd"]}
 SlurmUser=root
-LogFile={cluster.log('slurmdbd')}
-PidFile={root / 'run' / 'slurmdbd.pid'}
+LogFile={cluster.log("slurmdbd")}
+PidFile={root / "run" / "slurmdbd.pid"}
 StorageType=accounting_storage/mysql
 StorageHost=127.0.0.1
-StoragePort={ports['mariadb']}
+StoragePort={ports["mariadb"]}
 StorageUser=slurm
 StoragePass={cluster.db_password}
 StorageLoc=slurm_acct_db
-""", mode=0o600)
+""",
+        mode=0o600,
+    )
 
 
 def _start(cluster: Cluster, name: str, *args: str) -> None:
     log = cluster.log(name).open("ab")
     cluster.processes[name] = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cluster.root,
-        env={**os.environ, **cluster.env}, start_new_session=True)
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=cluster.root,
+        env={**os.environ, **cluster.env},
+        start_new_session=True,
+    )
     log.close()
 
 
@@ -227,8 +253,12 @@ def _listening(port: int) -> bool:
 
 def _sql(cluster: Cluster, statement: str) -> bool:
     socket_path = cluster.root / "mysql" / "mysqld.sock"
-    done = subprocess.run(["mariadb", "--no-defaults", f"--socket={socket_path}", "-uroot", "-e", statement],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["mariadb", "--no-defaults", f"--socket={socket_path}", "-uroot", "-e", statement],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return done.returncode == 0
 
 
@@ -236,20 +266,43 @@ def _start_database(cluster: Cluster) -> None:
     data, mysql = cluster.root / "mysql" / "data", cluster.root / "mysql"
     try:
         install = subprocess.run(
-            ["mariadb-install-db", "--no-defaults", "--user=root", f"--datadir={data}", "--skip-test-db",
-             "--auth-root-authentication-method=socket"],
-            capture_output=True, text=True, timeout=180)
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                "--user=root",
+                f"--datadir={data}",
+                "--skip-test-db",
+                "--auth-root-authentication-method=socket",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     except subprocess.TimeoutExpired as timeout:
         raise SlurmUnavailable("mariadb-install-db did not finish in 180 s") from timeout
     if install.returncode != 0:
         raise SlurmUnavailable(f"mariadb-install-db failed: {(install.stdout + install.stderr)[-1500:]}")
-    _start(cluster, "mariadbd", "mariadbd", "--no-defaults", "--user=root", f"--datadir={data}",
-           f"--socket={mysql / 'mysqld.sock'}", f"--pid-file={mysql / 'mysqld.pid'}", f"--port={cluster.ports['mariadb']}",
-           "--bind-address=127.0.0.1", "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
-           f"--log-error={cluster.log('mariadbd')}")
+    _start(
+        cluster,
+        "mariadbd",
+        "mariadbd",
+        "--no-defaults",
+        "--user=root",
+        f"--datadir={data}",
+        f"--socket={mysql / 'mysqld.sock'}",
+        f"--pid-file={mysql / 'mysqld.pid'}",
+        f"--port={cluster.ports['mariadb']}",
+        "--bind-address=127.0.0.1",
+        "--skip-name-resolve",
+        "--innodb-buffer-pool-size=32M",
+        f"--log-error={cluster.log('mariadbd')}",
+    )
     _wait(cluster, "mariadbd", "answering", lambda: _sql(cluster, "SELECT 1"))
-    if not _sql(cluster, f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{cluster.db_password}'; "
-                         "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"):
+    if not _sql(
+        cluster,
+        f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{cluster.db_password}'; "
+        "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';",
+    ):
         raise SlurmUnavailable(f"could not create the accounting database user.\n{cluster.tail('mariadbd')}")
 
 
@@ -262,9 +315,18 @@ def start(cluster: Cluster) -> None:
     _configure(cluster)
     munge = cluster.root / "munge"
     # --force: munged refuses to run as root or beside a world-writable /tmp otherwise
-    _start(cluster, "munged", "munged", "--foreground", "--force", f"--key-file={munge / 'munge.key'}",
-           f"--socket={munge / 'munge.socket'}", f"--pid-file={munge / 'munged.pid'}",
-           f"--seed-file={munge / 'munged.seed'}", f"--log-file={cluster.log('munged')}")
+    _start(
+        cluster,
+        "munged",
+        "munged",
+        "--foreground",
+        "--force",
+        f"--key-file={munge / 'munge.key'}",
+        f"--socket={munge / 'munge.socket'}",
+        f"--pid-file={munge / 'munged.pid'}",
+        f"--seed-file={munge / 'munged.seed'}",
+        f"--log-file={cluster.log('munged')}",
+    )
     _wait(cluster, "munged", "listening", lambda: (munge / "munge.socket").exists())
     _start_database(cluster)
     _start(cluster, "slurmdbd", "slurmdbd", "-D")
@@ -275,7 +337,12 @@ def start(cluster: Cluster) -> None:
     _wait(cluster, "slurmctld", "answering", lambda: cluster.run("scontrol", "ping", check=False).returncode == 0)
     _start(cluster, "slurmd", "slurmd", "-D", "-f", str(cluster.conf), "-N", NODE)
     _wait(cluster, "slurmd", "idle in sinfo", lambda: _node_state(cluster) == "idle")
-    _wait(cluster, "slurmdbd", "answering sacct", lambda: cluster.run("sacct", "-X", "--noheader", check=False).returncode == 0)
+    _wait(
+        cluster,
+        "slurmdbd",
+        "answering sacct",
+        lambda: cluster.run("sacct", "-X", "--noheader", check=False).returncode == 0,
+    )
 
 
 def _job_processes(cluster: Cluster) -> list[int]:
@@ -340,8 +407,10 @@ def local_slurm(root: Path | None = None) -> Iterator[Cluster]:
 
 if __name__ == "__main__":
     with local_slurm() as running:
-        print(f"SLURM is up (node {NODE}, partition {PARTITION}); in another shell:\n"
-              f"  export SLURM_CONF={running.conf} PATH={running.bin}:$PATH\n"
-              f"Ctrl-C stops it and removes {running.root}.")
+        print(
+            f"SLURM is up (node {NODE}, partition {PARTITION}); in another shell:\n"
+            f"  export SLURM_CONF={running.conf} PATH={running.bin}:$PATH\n"
+            f"Ctrl-C stops it and removes {running.root}."
+        )
         with suppress(KeyboardInterrupt):
             signal.pause()

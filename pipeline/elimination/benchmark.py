@@ -3,7 +3,9 @@ and a jury (docs/elimination.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.run import Benchmark
+from pipeline.core.run.registry import Benchmark
+from pipeline.core.run.verbs import Verb, flag
+from pipeline.elimination import cli
 from pipeline.elimination.replay import replays
 from pipeline.elimination.schemas import (
     EliminationsSchema,
@@ -15,10 +17,52 @@ from pipeline.elimination.schemas import (
     VotesSchema,
 )
 
+#: the tables `rate` writes under tables/ (<name>.parquet)
+TABLES = (
+    "games",
+    "seats",
+    "messages",
+    "votes",
+    "eliminations",
+    "pairs",
+    "final_ranks",
+    "memory_notes",
+    "model_stats",
+    "rank_distribution",
+)
+
 BENCHMARK = Benchmark(
     name="elimination",
     title="Elimination Game",
     package="pipeline.elimination",
+    description="Elimination Game: eight seats, talk, votes and a jury",
+    rules_file="rules.smk",
+    schedule=Verb(cli.schedule, "list the scheduled games (id and who sits where)"),
+    play=Verb(
+        cli.play,
+        "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
+        out="results/elimination/games",
+        out_help="the games folder",
+    ),
+    rate=Verb(
+        cli.rate,
+        "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
+        flags=flag("--games", "results/elimination/games", "the played games' folder"),
+    ),
+    report=Verb(cli.report, "plots from the rated tables"),
+    extra_commands=cli.extra_commands,
+    writes={
+        "play": ("games/{job_id}",),  # one folder per game
+        "rate": (
+            "leaderboard.csv",
+            "leaderboard.parquet",
+            "metrics.json",
+            "import_report.json",
+            "calls.parquet",
+            *(f"tables/{table}.parquet" for table in TABLES),
+        ),
+        "report": ("plots",),  # a folder
+    },
     outputs=(
         "games",
         "tables",
@@ -38,6 +82,7 @@ BENCHMARK = Benchmark(
         "tables/final_ranks.parquet": FinalRanksSchema,
     },
     replays=replays,
+    site_reads=("games",),
     headline=("games", "wins", "avg_points"),
     order=30,
     estimators="pipeline.elimination.estimators",

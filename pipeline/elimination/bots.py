@@ -78,6 +78,7 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
                 others.insert(0, ally)
             return " ".join(others)
         if kind in ("vote", "revote", "jury"):
+            pick: str | None
             if kind == "jury" and ally in request.choices:
                 pick = next(c for c in request.choices if c != ally)
             else:

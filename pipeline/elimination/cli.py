@@ -1,4 +1,5 @@
-"""`python -m pipeline elimination schedule | play | rate | report | import` (verbs: pipeline/core/run/verbs.py)."""
+"""The bodies of `python -m pipeline elimination schedule | play | rate | report`, which benchmark.py
+declares (core/run/verbs.py builds their command lines), and the Elimination Game's own `import`."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import json
 import time
 from functools import partial
 from pathlib import Path
+from typing import cast
 
-from pipeline.core.run import say
+from pipeline.core.run.verbs import BenchmarkCommands, VerbCall, say
 
 
-def _cmd_schedule(args: argparse.Namespace) -> int:
+def schedule(args: VerbCall) -> int:
     from pipeline.elimination.schedule import schedule_from_files
 
     games = schedule_from_files(args.params, args.models)
@@ -24,11 +26,11 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_play(args: argparse.Namespace) -> int:
+def play(args: VerbCall) -> int:
     """One scheduled game, or several on one event loop (API games; see pipeline.core.run.shards)."""
     from pipeline.core.artifacts import ParamsError
     from pipeline.core.models import load_models
-    from pipeline.core.run import ShardGame, game_done, job_ids, run_shard
+    from pipeline.core.run import ShardGame, game_done, run_shard
     from pipeline.elimination.config import load_elimination_params
     from pipeline.elimination.engine import GameSpec, game_spec, play_game, run_game
     from pipeline.elimination.schedule import build_schedule
@@ -36,11 +38,13 @@ def _cmd_play(args: argparse.Namespace) -> int:
     params = load_elimination_params(args.params)
     models = load_models(args.models)
     games = {g.game_id: g for g in build_schedule(params, models, args.params)}
-    wanted = job_ids(args)
+    wanted = list(args.jobs)
     unknown = [g for g in wanted if g not in games]
     if unknown:
-        raise ParamsError(f"game {unknown[0]!r} is not in the schedule of {args.params} "
-                          f"({len(games)} games; list them with `python -m pipeline elimination schedule`)")
+        raise ParamsError(
+            f"game {unknown[0]!r} is not in the schedule of {args.params} "
+            f"({len(games)} games; list them with `python -m pipeline elimination schedule`)"
+        )
     specs = [game_spec(params, games[i]) for i in wanted]
     out = Path(args.out)  # one folder per game: <out>/<game_id>/game_<n>.jsonl and calls.parquet
 
@@ -56,8 +60,14 @@ def _cmd_play(args: argparse.Namespace) -> int:
         await play_game(spec, models, out / spec.game_id)
 
     done = partial(game_done, out, log_pattern="game_*.jsonl")  # the calls table is written after the log
-    return run_shard([ShardGame(s.game_id, s) for s in specs], play, done, at_once=models.parallel.games_per_job,
-                     marker=args.marker, say=say)
+    return run_shard(
+        [ShardGame(s.game_id, s) for s in specs],
+        play,
+        done,
+        at_once=models.parallel.games_per_job,
+        marker=cast(str, args.marker),
+        say=say,
+    )  # None: as before, run_shard's to refuse
 
 
 def _print_board(board, show: int) -> None:  # board: the leaderboard frame
@@ -65,40 +75,48 @@ def _print_board(board, show: int) -> None:  # board: the leaderboard frame
 
     for row in board.head(show).iter_rows(named=True):
         ranks = f"{row['rank']:>3} ({row['rank_lo']}-{row['rank_hi']})" + ("" if row["settled"] else " unsettled")
-        print(f"{ranks}  {row['model']:<40} mu={row['mu']:.3f} "
-              f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
-              f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}")
+        print(
+            f"{ranks}  {row['model']:<40} mu={row['mu']:.3f} "
+            f"mu_rel={row['mu_rel']:+.3f} sigma={row['sigma']:.3f} games={row['games']} "
+            f"points={row['points_sum']:.3f} avg_points={row['avg_points']:.3f}"
+        )
     unsettled = board.filter(~board["settled"])
     if unsettled.height:
         # the rank interval of an unsettled model is the whole field (pipeline.core.rating.multipass.interval_settled)
         low, high = unsettled["rated_games"].min(), unsettled["rated_games"].max()
         games = f"{low}" if low == high else f"{low} to {high}"
-        print(f"rankings not settled for {unsettled.height} of {board.height} model(s): their rank interval is "
-              f"the whole field; a settled one needs a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
-              f"(--bootstrap; here {board['resamples'][0]}) over at least {MIN_SETTLED_GAMES} rated games per "
-              f"model (here {games})")
+        print(
+            f"rankings not settled for {unsettled.height} of {board.height} model(s): their rank interval is "
+            f"the whole field; a settled one needs a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
+            f"(--bootstrap; here {board['resamples'][0]}) over at least {MIN_SETTLED_GAMES} rated games per "
+            f"model (here {games})"
+        )
 
 
-def _cmd_rate(args: argparse.Namespace) -> int:
+def rate(args: VerbCall) -> int:
     from pipeline.elimination.config import load_elimination_params
     from pipeline.elimination.importer import run_import
     from pipeline.elimination.schedule import schedule_from_files
 
     settings = load_elimination_params(args.params).rating
-    folders = [Path(args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
+    folders = [Path(args.args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
-        say(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
-            "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first")
+        say(
+            f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
+            "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first"
+        )
         return 2
     out = Path(args.out)
     result = run_import(folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=say)
-    say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
-        f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}")
+    say(
+        f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
+        f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}"
+    )
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def report(args: VerbCall) -> int:
     from pipeline.elimination.importer import write_report
 
     written = write_report(args.out)
@@ -114,15 +132,27 @@ def _cmd_import(args: argparse.Namespace) -> int:
     # without a params file: no bootstrap unless asked (it reruns the rating per resample, which
     # is slow on thousands of logs with the reference TrueSkill)
     settings = load_elimination_params(args.params).rating if args.params else RatingSettings(bootstrap_resamples=0)
-    overrides = {k: getattr(args, k) for k in ("mu", "sigma", "seed", "aggregate", "ranks")
-                 if getattr(args, k) is not None}
+    overrides = {
+        k: getattr(args, k) for k in ("mu", "sigma", "seed", "aggregate", "ranks") if getattr(args, k) is not None
+    }
     settings = RatingSettings.model_validate({**settings.model_dump(), **overrides})
     started = time.perf_counter()
-    result = run_import(args.paths, args.out, settings, passes=args.passes, bootstrap=args.bootstrap,
-                        plots=not args.no_plots, calls_out=args.calls, progress=say, require_games=True)
+    result = run_import(
+        args.paths,
+        args.out,
+        settings,
+        passes=args.passes,
+        bootstrap=args.bootstrap,
+        plots=not args.no_plots,
+        calls_out=args.calls,
+        progress=say,
+        require_games=True,
+    )
     out = Path(args.out)
-    say(f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s) "
-        f"in {time.perf_counter() - started:.1f}s; wrote {out / 'leaderboard.csv'}")
+    say(
+        f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s) "
+        f"in {time.perf_counter() - started:.1f}s; wrote {out / 'leaderboard.csv'}"
+    )
     if args.json:
         print(json.dumps({"report": result.report, "seconds": result.seconds}, indent=1))
     else:
@@ -130,35 +160,41 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.run import BenchmarkCommands
-
-    bench = BenchmarkCommands(commands, "elimination", "Elimination Game: eight seats, talk, votes and a jury")
-    bench.schedule(_cmd_schedule, "list the scheduled games (id and who sits where)")
-    bench.play(_cmd_play, "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
-              out="results/elimination/games", out_help="the games folder")
-    bench.rate(_cmd_rate, "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
-              games="results/elimination/games")
-    bench.report(_cmd_report, "plots from the rated tables")
-
-    imp = bench.extra("import", "read game logs (ours or the original benchmark's), rate, write tables and plots",
-                     _cmd_import, inputs=False, writes=False)
+def extra_commands(bench: BenchmarkCommands) -> None:
+    imp = bench.extra(
+        "import",
+        "read game logs (ours or the original benchmark's), rate, write tables and plots",
+        _cmd_import,
+        inputs=False,
+        writes=False,
+    )
     imp.add_argument("paths", nargs="*", metavar="DIR", help="directories (searched recursively for *.jsonl) or files")
     imp.add_argument("--out", required=True, help="output directory (leaderboard.csv, tables/, plots/, ...)")
     imp.add_argument("--passes", type=int, default=None, help="random orders of the games (default 100)")
-    imp.add_argument("--bootstrap", type=int, default=None,
-                     help="bootstrap resamples over games for mu intervals (default: from --params, else 0)")
+    imp.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        help="bootstrap resamples over games for mu intervals (default: from --params, else 0)",
+    )
     imp.add_argument("--mu", type=float, default=None, help="TrueSkill prior mean (default 4.0)")
     imp.add_argument("--sigma", type=float, default=None, help="TrueSkill prior sigma (default 8.3333)")
     imp.add_argument("--seed", type=int, default=None, help="seed of the pass orders (default 0)")
-    imp.add_argument("--aggregate", choices=["mean", "median"], default=None,
-                     help="summary of mu and sigma over the passes (default mean)")
-    imp.add_argument("--ranks", choices=["recorded", "derived"], default=None,
-                     help="recorded: final_results, as the original's leaderboard (default); derived: re-derived")
+    imp.add_argument(
+        "--aggregate",
+        choices=["mean", "median"],
+        default=None,
+        help="summary of mu and sigma over the passes (default mean)",
+    )
+    imp.add_argument(
+        "--ranks",
+        choices=["recorded", "derived"],
+        default=None,
+        help="recorded: final_results, as the original's leaderboard (default); derived: re-derived",
+    )
     imp.add_argument("--params", default=None, help="read the rating settings from this params file")
     imp.add_argument("--calls", default=None, help="also stack the games' calls tables into this parquet")
     imp.add_argument("--no-plots", action="store_true", help="skip the plots (faster on huge corpora)")
     imp.add_argument("--show", type=int, default=20, help="leaderboard rows to print")
     imp.add_argument("--json", action="store_true", help="print the import report and timings as JSON")
     imp.set_defaults(func=_cmd_import)
-    bench.check()

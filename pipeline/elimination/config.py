@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,7 +18,6 @@ from pipeline.core.rating import with_defaults
 GAME_VERSION = "elimination-v2"  # v2: anonymous votes, unenforced limits, logs in the original format
 
 
-
 class WordLimits(Strict):
     public: int = Field(80, ge=1, description="a positive integer: words of a public statement")
     private: list[int] = Field(
@@ -28,8 +27,11 @@ class WordLimits(Strict):
     tiebreak: int = Field(80, ge=1, description="a positive integer: words of a tie-break statement")
     plea: int = Field(80, ge=1, description="a positive integer: words of a finalist's plea")
     memory: int = Field(60, ge=1, description="a positive integer: words of a memory note (variant memory)")
-    cut: bool = Field(False, description="false (the original): limits are stated in the prompts, not enforced, "
-                      "and lengths recorded; true (ours): replies are cut at the limit")
+    cut: bool = Field(
+        False,
+        description="false (the original): limits are stated in the prompts, not enforced, "
+        "and lengths recorded; true (ours): replies are cut at the limit",
+    )
 
     @field_validator("private")
     @classmethod
@@ -47,16 +49,27 @@ class ReplyTokens(GameBudgets):
     that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""
 
     statement: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of public "
-        "statements, tie-break statements, pleas and memory notes")
+        None,
+        ge=1,
+        description="a positive integer, or null (no cap, the original): visible tokens of public "
+        "statements, tie-break statements, pleas and memory notes",
+    )
     preference: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a partner ranking")
+        None,
+        ge=1,
+        description="a positive integer, or null (no cap, the original): visible tokens of a partner ranking",
+    )
     private: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a private message")
+        None,
+        ge=1,
+        description="a positive integer, or null (no cap, the original): visible tokens of a private message",
+    )
     vote: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the original): visible tokens of a vote with "
-        "its reason (votes, re-votes and jury votes)")
-
+        None,
+        ge=1,
+        description="a positive integer, or null (no cap, the original): visible tokens of a vote with "
+        "its reason (votes, re-votes and jury votes)",
+    )
 
 
 class ScheduleParams(Strict):
@@ -80,19 +93,34 @@ class ScheduleParams(Strict):
     )
 
 
-class RatingSettings(
-    with_defaults(
-        "EliminationTrueSkill", mu=4.0, sigma=8.3333, beta=4.1667, tau=0.0, passes=100, bootstrap_resamples=50,
+if TYPE_CHECKING:  # to mypy the base is what with_defaults builds it from: TrueSkillSettings
+    from pipeline.core.rating.settings import TrueSkillSettings
+
+    _RatingBase = TrueSkillSettings
+else:
+    _RatingBase = with_defaults(
+        "EliminationTrueSkill",
+        mu=4.0,
+        sigma=8.3333,
+        beta=4.1667,
+        tau=0.0,
+        passes=100,
+        bootstrap_resamples=50,
     )
-):
+
+
+class RatingSettings(_RatingBase):
     """The original's TrueSkill: its prior (mu 4.0; its README's first versions used 5.0), no dynamics,
     no draws (final ranks never tie), many passes from fresh priors."""
 
     aggregate: Literal["mean", "median"] = Field(
-        "mean", description="what summarizes mu and sigma over the passes: mean or median")
+        "mean", description="what summarizes mu and sigma over the passes: mean or median"
+    )
     ranks: Literal["recorded", "derived"] = Field(
-        "recorded", description="recorded: final_results' ranks and partial points, as the original's "
-        "leaderboard; derived: re-derived from the records (differences listed in import_report.json)")
+        "recorded",
+        description="recorded: final_results' ranks and partial points, as the original's "
+        "leaderboard; derived: re-derived from the records (differences listed in import_report.json)",
+    )
     bootstrap_passes: int = Field(5, ge=1, description="passes inside each bootstrap resample")
     seed: int = Field(0, ge=0, description="a non-negative integer seeding pass orders and resamples")
 
@@ -101,35 +129,42 @@ class EliminationParams(Strict):
     seats: int = Field(8, ge=3, le=26, description="seats per game (3 to 26; the benchmark uses 8)")
     words: WordLimits = Field(default_factory=WordLimits, description="word limits of every kind of message")
     reply_tokens: ReplyTokens = Field(
-        default_factory=ReplyTokens, description="the game's visible reply budget per kind of move: statement, "
+        default_factory=ReplyTokens,
+        description="the game's visible reply budget per kind of move: statement, "
         "preference, private, vote; each null (the original: no cap, the word limits are stated in the prompts) "
-        "or a positive integer capping that move for every model")
+        "or a positive integer capping that move for every model",
+    )
     history_rounds: int = Field(
         0, ge=0, description="rounds of public and private history shown in prompts (0: the whole game)"
     )
     votes: Literal["anonymous", "public"] = Field(
-        "anonymous", description="anonymous (the original): only the tallies are announced; public (ours): "
-        "who voted for whom is announced too")
+        "anonymous",
+        description="anonymous (the original): only the tallies are announced; public (ours): "
+        "who voted for whom is announced too",
+    )
     variant: Literal["standard", "public_only", "memory"] = Field(
-        "standard", description="standard; public_only (the original's variant without pairing and private "
+        "standard",
+        description="standard; public_only (the original's variant without pairing and private "
         "talk); memory (the original's variant where a seat writes a private note before each vote and "
-        "sees its notes in later rounds)")
+        "sees its notes in later rounds)",
+    )
     memory_players: list[str] = Field(
-        default_factory=list, description="variant memory: roster names that keep notes (empty: every seat); "
-        "the original gave memory to one model per game")
+        default_factory=list,
+        description="variant memory: roster names that keep notes (empty: every seat); "
+        "the original gave memory to one model per game",
+    )
     schedule: ScheduleParams = Field(default_factory=ScheduleParams, description="lineups, rotations, repeats")
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings and passes")
 
     @model_validator(mode="after")
     def _rotations_fit(self) -> EliminationParams:
         if self.schedule.rotations > self.seats:
-            raise ValueError(
-                f"schedule.rotations ({self.schedule.rotations}) cannot exceed seats ({self.seats})"
-            )
+            raise ValueError(f"schedule.rotations ({self.schedule.rotations}) cannot exceed seats ({self.seats})")
         return self
 
-    def check_roster(self, models: ModelsParams, source: str = "params/elimination.yaml",
-                     models_source: str = "params/models.yaml") -> None:
+    def check_roster(
+        self, models: ModelsParams, source: str = "params/elimination.yaml", models_source: str = "params/models.yaml"
+    ) -> None:
         """Every name must be a roster entry and every lineup fit the seats; stop with a message naming
         the file, the field, the value and the fix (every problem at once)."""
         known = [e.name for e in models.roster]
@@ -138,28 +173,35 @@ class EliminationParams(Strict):
         for i, lineup in enumerate(sched.lineups):
             where = f"{source}: schedule.lineups[{i}]"
             if len(lineup) != self.seats:
-                problems.append(f"{where}: has {len(lineup)} names but seats is {self.seats}; "
-                                "list one roster name per seat")
+                problems.append(
+                    f"{where}: has {len(lineup)} names but seats is {self.seats}; list one roster name per seat"
+                )
             for name in dict.fromkeys(lineup):
                 if name not in known:
-                    problems.append(f"{where}: {name!r} is not in the roster of {models_source}; "
-                                    f"{roster_hint(name, known, models_source)}")
+                    problems.append(
+                        f"{where}: {name!r} is not in the roster of {models_source}; "
+                        f"{roster_hint(name, known, models_source)}"
+                    )
             for name, count in Counter(lineup).items():
                 if count > sched.max_seats_per_player:
                     problems.append(
                         f"{where}: {name!r} fills {count} seats but schedule.max_seats_per_player is "
-                        f"{sched.max_seats_per_player}; raise it to let one player fill several seats")
+                        f"{sched.max_seats_per_player}; raise it to let one player fill several seats"
+                    )
         for field, names in (("schedule.players", sched.players), ("memory_players", self.memory_players)):
             for i, name in enumerate(names):
                 if name not in known:
-                    problems.append(f"{source}: {field}[{i}]: {name!r} is not in the roster of {models_source}; "
-                                    f"{roster_hint(name, known, models_source)}")
+                    problems.append(
+                        f"{source}: {field}[{i}]: {name!r} is not in the roster of {models_source}; "
+                        f"{roster_hint(name, known, models_source)}"
+                    )
         if len(set(sched.players)) != len(sched.players):
             problems.append(f"{source}: schedule.players lists a name twice; list each player once")
         if sched.lineups_per_player and len(sched.players) < self.seats:
             problems.append(
                 f"{source}: schedule.players has {len(sched.players)} players but generated lineups need "
-                f"at least seats={self.seats}; list more players or write explicit schedule.lineups")
+                f"at least seats={self.seats}; list more players or write explicit schedule.lineups"
+            )
         if problems:
             raise ParamsError("\n".join(problems))
 

@@ -68,8 +68,11 @@ class GameSpec:
     def log_game_id(self) -> int:
         """The integer game id of the log, as in the original: the content id's first 52 bits
         (exact in every JSON reader, doubles included)."""
-        return int(self.game_id[:13], 16) if all(c in "0123456789abcdef" for c in self.game_id[:13]) \
+        return (
+            int(self.game_id[:13], 16)
+            if all(c in "0123456789abcdef" for c in self.game_id[:13])
             else int.from_bytes(self.game_id.encode()[:6], "big")
+        )
 
 
 @dataclass(frozen=True)
@@ -114,16 +117,18 @@ class Decision:
 
 
 class EliminationGame:
-    def __init__(self, spec: GameSpec, players: Mapping[str, Player],
-                 progress: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, spec: GameSpec, players: Mapping[str, Player], progress: Callable[[str], None] | None = None
+    ) -> None:
         self.spec = spec
         self.players = players
         self.progress = progress or (lambda _message: None)
         self.labels = [f"P{i + 1}" for i in range(len(spec.seats))]
         self.name_of = dict(zip(self.labels, spec.seats))
         self.gid = spec.log_game_id
-        self.pid = {label: records.player_id(i + 1, self.gid, name)
-                    for i, (label, name) in enumerate(self.name_of.items())}
+        self.pid = {
+            label: records.player_id(i + 1, self.gid, name) for i, (label, name) in enumerate(self.name_of.items())
+        }
         self.active: list[str] = list(self.labels)
         self.out: list[tuple[str, int]] = []  # (seat, round) in elimination order
         self.public: list[PublicLine] = []
@@ -151,16 +156,29 @@ class EliminationGame:
 
     def view(self, seat: str, extra_private: Sequence[PrivateLine] = ()) -> SeatView:
         since = self.first_shown_round()
-        own = [line for line in (*self.private, *extra_private)
-               if seat in (line.speaker, line.target) and line.round >= since]
+        own = [
+            line
+            for line in (*self.private, *extra_private)
+            if seat in (line.speaker, line.target) and line.round >= since
+        ]
         public = [line for line in self.public if line.round >= since]
-        return SeatView(seat=seat, round=self.round, active=tuple(self.active), eliminated=tuple(self.out),
-                        public=tuple(public), private=tuple(own), memory=tuple(self.memory[seat]))
+        return SeatView(
+            seat=seat,
+            round=self.round,
+            active=tuple(self.active),
+            eliminated=tuple(self.out),
+            public=tuple(public),
+            private=tuple(own),
+            memory=tuple(self.memory[seat]),
+        )
 
     def state(self, view: SeatView, kind: str, **extra: Any) -> dict[str, Any]:
         """The structured game view bots get: the same facts as the seat's prompt, nothing more."""
         return {
-            "seat": view.seat, "round": view.round, "kind": kind, "active": list(view.active),
+            "seat": view.seat,
+            "round": view.round,
+            "kind": kind,
+            "active": list(view.active),
             "eliminated": [seat for seat, _ in view.eliminated],
             "public": [asdict(line) for line in view.public],
             "private": [asdict(line) for line in view.private],
@@ -179,28 +197,51 @@ class EliminationGame:
     def system(self, seat: str) -> str:
         return prompts.system_prompt(seat, len(self.labels), self.spec.words, self.spec.votes, self.spec.variant)
 
-    async def say(self, seat: str, kind: str, key: str, task: str, limit: int,
-                  extra_private: Sequence[PrivateLine] = (), **state: Any) -> LimitedText:
+    async def say(
+        self,
+        seat: str,
+        kind: str,
+        key: str,
+        task: str,
+        limit: int,
+        extra_private: Sequence[PrivateLine] = (),
+        **state: Any,
+    ) -> LimitedText:
         view = self.view(seat, extra_private)
         budget = self.spec.reply_tokens.private if kind == "private" else self.spec.reply_tokens.statement
-        request = MoveRequest(messages=prompts.messages_for(self.system(seat), view, task), key=key, kind=kind,
-                              max_words=limit, max_tokens=budget,
-                              state=self.state(view, kind, **state))
+        request = MoveRequest(
+            messages=prompts.messages_for(self.system(seat), view, task),
+            key=key,
+            kind=kind,
+            max_words=limit,
+            max_tokens=budget,
+            state=self.state(view, kind, **state),
+        )
         said = limit_words(await self.ask(seat, request), limit, enforce=self.spec.words.cut)
         return dataclasses.replace(said, empty_at_token_limit=key in self.empty_at_limit)
 
-    async def cast_vote(self, seat: str, phase: str, choices: Sequence[str], task: str, key: str,
-                        **state: Any) -> VoteResult:
+    async def cast_vote(
+        self, seat: str, phase: str, choices: Sequence[str], task: str, key: str, **state: Any
+    ) -> VoteResult:
         view = self.view(seat)
         messages = prompts.messages_for(self.system(seat), view, task)
         eliminated = {s for s, _ in self.out}
         attempts: list[dict[str, str]] = []
         for attempt in (1, 2):
             request = MoveRequest(
-                messages=messages, key=f"{key}/try{attempt}", kind=phase, choices=tuple(choices),
+                messages=messages,
+                key=f"{key}/try{attempt}",
+                kind=phase,
+                choices=tuple(choices),
                 max_tokens=self.spec.reply_tokens.vote,
-                state=self.state(view, phase, choices=list(choices), attempt=attempt,
-                                 problem=attempts[-1]["problem"] if attempts else None, **state),
+                state=self.state(
+                    view,
+                    phase,
+                    choices=list(choices),
+                    attempt=attempt,
+                    problem=attempts[-1]["problem"] if attempts else None,
+                    **state,
+                ),
             )
             text = await self.ask(seat, request)
             parsed = parse_vote(text, seat, choices, self.labels, eliminated)
@@ -208,8 +249,11 @@ class EliminationGame:
                 return VoteResult(seat, parsed.target, parsed.reason, tuple(attempts))
             problem = TOKEN_LIMIT_PROBLEM if request.key in self.empty_at_limit else parsed.problem
             attempts.append({"reply": text, "problem": problem})
-            messages = [*messages, {"role": "assistant", "content": text},
-                        {"role": "user", "content": prompts.reask_note(problem, choices)}]
+            messages = [
+                *messages,
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": prompts.reask_note(problem, choices)},
+            ]
         return VoteResult(seat, None, parsed.reason, tuple(attempts))
 
     def record_vote(self, result: VoteResult, phase: str) -> None:
@@ -230,8 +274,9 @@ class EliminationGame:
         public = self.spec.votes == "public"
         parts = []
         for r in results:
-            self.revealed.append({"round": self.round, "phase": phase, "target": r.target}
-                                 | ({"voter": r.voter} if public else {}))
+            self.revealed.append(
+                {"round": self.round, "phase": phase, "target": r.target} | ({"voter": r.voter} if public else {})
+            )
             if public:
                 parts.append(f"{r.voter}->{r.target}" if r.target else f"{r.voter} (no valid vote)")
         if not public:
@@ -240,17 +285,27 @@ class EliminationGame:
             invalid = sum(r.target is None for r in results)
             if invalid:
                 parts.append(f"{invalid} invalid")
-        self.public.append(PublicLine(self.round, "votes" if phase == "vote" else "revotes", None,
-                                      f"{title}: {', '.join(parts) or 'no valid vote'}."))
+        self.public.append(
+            PublicLine(
+                self.round,
+                "votes" if phase == "vote" else "revotes",
+                None,
+                f"{title}: {', '.join(parts) or 'no valid vote'}.",
+            )
+        )
 
     # -- the phases ----------------------------------------------------------------------
     async def public_subround(self) -> None:
         limit = self.spec.words.public
         for seat in self.shuffled(self.active, "speak", self.round):
-            said = await self.say(seat, "statement", f"r{self.round}/statement/{seat}",
-                                  prompts.statement_task(limit), limit)
-            self.log.append(records.conversation(self.gid, self.round, records.PUBLIC_SUBROUND,
-                                                 self.pid[seat], said.text, said.extra()))
+            said = await self.say(
+                seat, "statement", f"r{self.round}/statement/{seat}", prompts.statement_task(limit), limit
+            )
+            self.log.append(
+                records.conversation(
+                    self.gid, self.round, records.PUBLIC_SUBROUND, self.pid[seat], said.text, said.extra()
+                )
+            )
             self.public.append(PublicLine(self.round, "statement", seat, said.text))
 
     async def pairing(self) -> list[tuple[str, str]]:
@@ -261,17 +316,19 @@ class EliminationGame:
             view = self.view(seat)
             request = MoveRequest(
                 messages=prompts.messages_for(self.system(seat), view, prompts.preference_task(others)),
-                key=f"r{self.round}/preference/{seat}", kind="preference", choices=tuple(others),
+                key=f"r{self.round}/preference/{seat}",
+                kind="preference",
+                choices=tuple(others),
                 max_tokens=self.spec.reply_tokens.preference,
                 state=self.state(view, "preference"),
             )
             return await self.ask(seat, request)
 
         replies = await gather_moves(*(rank(s) for s in seats))
-        cleaned = {s: clean_ranking(reply, s, seats, self.rng("fill", self.round, s))
-                   for s, reply in zip(seats, replies)}
-        matching = match_pairs(self.shuffled(seats, "propose", self.round),
-                               {s: c.ranking for s, c in cleaned.items()})
+        cleaned = {
+            s: clean_ranking(reply, s, seats, self.rng("fill", self.round, s)) for s, reply in zip(seats, replies)
+        }
+        matching = match_pairs(self.shuffled(seats, "propose", self.round), {s: c.ranking for s, c in cleaned.items()})
         gid = self.gid
         for p in matching.proposals:
             self.log.append(records.preference_proposal(gid, self.round, p.proposer, p.target, p.rank))
@@ -280,8 +337,9 @@ class EliminationGame:
             elif p.outcome == "rejected":
                 self.log.append(records.preference_outcome(gid, self.round, p.target, rejected=p.proposer))
             else:
-                self.log.append(records.preference_outcome(gid, self.round, p.target, replaced=p.displaced,
-                                                           accepted=p.proposer))
+                self.log.append(
+                    records.preference_outcome(gid, self.round, p.target, replaced=p.displaced, accepted=p.proposer)
+                )
         extra: dict[str, Any] = {"rankings": {s: list(c.ranking) for s, c in cleaned.items()}}
         dropped = {s: list(c.dropped) for s, c in cleaned.items() if c.dropped}
         filled = {s: list(c.filled) for s, c in cleaned.items() if c.filled}
@@ -302,14 +360,21 @@ class EliminationGame:
     async def private_subrounds(self, pairs: Sequence[tuple[str, str]]) -> None:
         for index, (subround, limit) in enumerate(zip(records.PRIVATE_SUBROUNDS, self.spec.words.private), 1):
 
-            async def exchange(pair: tuple[str, str], subround: int = subround, limit: int = limit,
-                               index: int = index) -> list[tuple[PrivateLine, LimitedText]]:
+            async def exchange(
+                pair: tuple[str, str], subround: int = subround, limit: int = limit, index: int = index
+            ) -> list[tuple[PrivateLine, LimitedText]]:
                 said: list[tuple[PrivateLine, LimitedText]] = []
                 for speaker, target in (pair, pair[::-1]):
-                    text = await self.say(speaker, "private", f"r{self.round}/private{subround}/{speaker}",
-                                          prompts.private_task(target, limit, index), limit,
-                                          extra_private=[line for line, _ in said], partner=target,
-                                          subround=subround)
+                    text = await self.say(
+                        speaker,
+                        "private",
+                        f"r{self.round}/private{subround}/{speaker}",
+                        prompts.private_task(target, limit, index),
+                        limit,
+                        extra_private=[line for line, _ in said],
+                        partner=target,
+                        subround=subround,
+                    )
                     said.append((PrivateLine(self.round, subround, speaker, target, text.text), text))
                 return said
 
@@ -317,31 +382,49 @@ class EliminationGame:
             for said in results:  # committed in pair order, whatever order the replies came in
                 for line, text in said:
                     self.private.append(line)
-                    self.log.append(records.private(self.gid, self.round, subround,
-                                                    self.pid[line.speaker], self.pid[line.target],
-                                                    line.text, text.extra()))
+                    self.log.append(
+                        records.private(
+                            self.gid,
+                            self.round,
+                            subround,
+                            self.pid[line.speaker],
+                            self.pid[line.target],
+                            line.text,
+                            text.extra(),
+                        )
+                    )
 
     def keeps_memory(self, seat: str) -> bool:
         return self.spec.variant == "memory" and (
-            not self.spec.memory_players or self.name_of[seat] in self.spec.memory_players)
+            not self.spec.memory_players or self.name_of[seat] in self.spec.memory_players
+        )
 
     async def memory_notes(self) -> None:
         """The memory variant: after the private talk and before the vote (where the original logs
         them), each seat keeping memory writes a note that only it sees in later rounds."""
         limit = self.spec.words.memory
         seats = [s for s in self.active if self.keeps_memory(s)]
-        notes = await gather_moves(*(
-            self.say(s, "memory", f"r{self.round}/memory/{s}", prompts.memory_task(limit), limit) for s in seats))
+        notes = await gather_moves(
+            *(self.say(s, "memory", f"r{self.round}/memory/{s}", prompts.memory_task(limit), limit) for s in seats)
+        )
         for seat, note in zip(seats, notes):
             self.memory[seat].append((self.round, note.text))
             self.log.append(records.memory_note(self.gid, self.round, self.pid[seat], note.text, note.extra()))
 
     async def vote_round(self) -> None:
         voters = self.shuffled(self.active, "vote", self.round)
-        results = await gather_moves(*(
-            self.cast_vote(s, "vote", [o for o in self.active if o != s],
-                           prompts.vote_task([o for o in self.active if o != s]), f"r{self.round}/vote/{s}")
-            for s in voters))
+        results = await gather_moves(
+            *(
+                self.cast_vote(
+                    s,
+                    "vote",
+                    [o for o in self.active if o != s],
+                    prompts.vote_task([o for o in self.active if o != s]),
+                    f"r{self.round}/vote/{s}",
+                )
+                for s in voters
+            )
+        )
         for result in results:
             self.record_vote(result, "vote")
         self.announce_votes(results, "vote")
@@ -363,10 +446,14 @@ class EliminationGame:
             await self.tiebreak_statements(tied, voters)
         if revote and voters:
             order = self.shuffled(voters, "revote", self.round)
-            results = await gather_moves(*(
-                self.cast_vote(s, "revote", tied, prompts.revote_task(tied), f"r{self.round}/revote/{s}",
-                               tied=list(tied))
-                for s in order))
+            results = await gather_moves(
+                *(
+                    self.cast_vote(
+                        s, "revote", tied, prompts.revote_task(tied), f"r{self.round}/revote/{s}", tied=list(tied)
+                    )
+                    for s in order
+                )
+            )
             for result in results:
                 self.record_vote(result, "revote")
             self.announce_votes(results, "revote")
@@ -389,23 +476,42 @@ class EliminationGame:
     async def tiebreak_statements(self, tied: Sequence[str], voters: Sequence[str]) -> None:
         limit = self.spec.words.tiebreak
         for seat in self.shuffled(tied, "tiebreak", self.round):
-            said = await self.say(seat, "tiebreak", f"r{self.round}/tiebreak/{seat}",
-                                  prompts.tiebreak_task(tied, voters, limit), limit, tied=list(tied))
-            self.log.append(records.conversation(self.gid, self.round, records.TIEBREAK_SUBROUND,
-                                                 self.pid[seat], said.text, said.extra()))
+            said = await self.say(
+                seat,
+                "tiebreak",
+                f"r{self.round}/tiebreak/{seat}",
+                prompts.tiebreak_task(tied, voters, limit),
+                limit,
+                tied=list(tied),
+            )
+            self.log.append(
+                records.conversation(
+                    self.gid, self.round, records.TIEBREAK_SUBROUND, self.pid[seat], said.text, said.extra()
+                )
+            )
             self.public.append(PublicLine(self.round, "tiebreak", seat, said.text))
 
     def eliminate(self, decision: Decision, jury: bool = False) -> None:
         seat = decision.seat
         if not jury or decision.rule != "votes":  # the original logs a jury's verdict only when split
-            self.log.append(records.elimination(
-                self.gid, self.round, self.pid[seat],
-                tie_break=decision.rule in ("cumulative", "random"),
-                random_pick=decision.rule == "random", extra=decision.extra()))
+            self.log.append(
+                records.elimination(
+                    self.gid,
+                    self.round,
+                    self.pid[seat],
+                    tie_break=decision.rule in ("cumulative", "random"),
+                    random_pick=decision.rule == "random",
+                    extra=decision.extra(),
+                )
+            )
         self.active.remove(seat)
         self.out.append((seat, self.round))
-        how = {"votes": "by vote", "revote": "by re-vote", "cumulative": "on votes over the whole game",
-               "random": "by chance after a tie"}[decision.rule]
+        how = {
+            "votes": "by vote",
+            "revote": "by re-vote",
+            "cumulative": "on votes over the whole game",
+            "random": "by chance after a tie",
+        }[decision.rule]
         self.public.append(PublicLine(self.round, "elimination", None, f"{seat} is eliminated ({how})."))
         self.progress(f"round {self.round}: {seat} ({self.name_of[seat]}) out {how}")
 
@@ -414,16 +520,24 @@ class EliminationGame:
         limit = self.spec.words.plea
         for seat in self.shuffled(finalists, "plea", self.round):
             other = next(s for s in finalists if s != seat)
-            said = await self.say(seat, "plea", f"final/plea/{seat}", prompts.plea_task(other, limit), limit,
-                                  finalists=finalists)
-            self.log.append(records.conversation(self.gid, self.round, records.PLEA_SUBROUND,
-                                                 self.pid[seat], said.text, said.extra()))
+            said = await self.say(
+                seat, "plea", f"final/plea/{seat}", prompts.plea_task(other, limit), limit, finalists=finalists
+            )
+            self.log.append(
+                records.conversation(
+                    self.gid, self.round, records.PLEA_SUBROUND, self.pid[seat], said.text, said.extra()
+                )
+            )
             self.public.append(PublicLine(self.round, "plea", seat, said.text))
         jury = [seat for seat, _ in self.out]
-        results = await gather_moves(*(
-            self.cast_vote(s, "jury", finalists, prompts.jury_task(finalists), f"final/jury/{s}",
-                           finalists=finalists)
-            for s in jury))
+        results = await gather_moves(
+            *(
+                self.cast_vote(
+                    s, "jury", finalists, prompts.jury_task(finalists), f"final/jury/{s}", finalists=finalists
+                )
+                for s in jury
+            )
+        )
         for result in results:
             self.record_vote(result, "jury")
         tally = {s: 0 for s in finalists}
@@ -451,9 +565,15 @@ class EliminationGame:
             await self.vote_round()
         self.round += 1
         await self.final()
-        extra = {"game_version": GAME_VERSION, "seats": dict(self.name_of), "winner_seat": self.active[0],
-                 "history_rounds": self.spec.history_rounds, "content_id": self.spec.game_id,
-                 "votes": self.spec.votes, "variant": self.spec.variant}
+        extra = {
+            "game_version": GAME_VERSION,
+            "seats": dict(self.name_of),
+            "winner_seat": self.active[0],
+            "history_rounds": self.spec.history_rounds,
+            "content_id": self.spec.game_id,
+            "votes": self.spec.votes,
+            "variant": self.spec.variant,
+        }
         self.log.append(records.final_results(self.gid, self.final_ranks(), extra))
         self.progress(f"winner: {self.active[0]} ({self.name_of[self.active[0]]})")
         return self.log
@@ -461,8 +581,16 @@ class EliminationGame:
 
 def game_spec(params: EliminationParams, scheduled: ScheduledGame) -> GameSpec:
     """The spec of a scheduled game under these params (one place, for one game or a shard)."""
-    return GameSpec(scheduled.game_id, scheduled.seats, params.words, params.reply_tokens, params.history_rounds,
-                    votes=params.votes, variant=params.variant, memory_players=tuple(params.memory_players))
+    return GameSpec(
+        scheduled.game_id,
+        scheduled.seats,
+        params.words,
+        params.reply_tokens,
+        params.history_rounds,
+        votes=params.votes,
+        variant=params.variant,
+        memory_players=tuple(params.memory_players),
+    )
 
 
 @dataclass(frozen=True)
@@ -472,14 +600,26 @@ class GameOutput:
     records: list[records.Record]
 
 
-def run_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
-             progress: Callable[[str], None] | None = None) -> GameOutput:
+def run_game(
+    spec: GameSpec,
+    models: ModelsParams,
+    out_dir: str | Path,
+    *,
+    root: str | Path = ".",
+    progress: Callable[[str], None] | None = None,
+) -> GameOutput:
     """Play one game; write `game_<id>.jsonl` and `calls.parquet` under `out_dir`."""
     return asyncio.run(play_game(spec, models, out_dir, root=root, progress=progress))
 
 
-async def play_game(spec: GameSpec, models: ModelsParams, out_dir: str | Path, *, root: str | Path = ".",
-                    progress: Callable[[str], None] | None = None) -> GameOutput:
+async def play_game(
+    spec: GameSpec,
+    models: ModelsParams,
+    out_dir: str | Path,
+    *,
+    root: str | Path = ".",
+    progress: Callable[[str], None] | None = None,
+) -> GameOutput:
     """run_game on the running event loop (a shard job plays many games on one loop)."""
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)

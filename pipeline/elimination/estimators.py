@@ -55,8 +55,11 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
     expected_vote = tokens_for_words(VOTE_REASON_WORDS) + LABEL_TOKENS
 
     def private_lines(round_no: int, subrounds: int) -> list[PrivateLine]:
-        return [PrivateLine(round_no, i, speaker, target, _said(words.private[i]))
-                for i in range(subrounds) for speaker, target in ((seat, partner), (partner, seat))]
+        return [
+            PrivateLine(round_no, i, speaker, target, _said(words.private[i]))
+            for i in range(subrounds)
+            for speaker, target in ((seat, partner), (partner, seat))
+        ]
 
     def history(round_no: int, statements: int, private: int, end_of_round: bool) -> SeatView:
         """Seat P1's view in `round_no`: earlier rounds complete, this round up to `statements`
@@ -76,9 +79,15 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
             if not current:
                 public.append(PublicLine(r, "elimination", None, f"{labels[n - r]} is eliminated (by vote)."))
         memory = tuple((r, _said(words.memory)) for r in range(1, round_no)) if params.variant == "memory" else ()
-        return SeatView(seat=seat, round=round_no, active=tuple(labels[: n - round_no + 1]),
-                        eliminated=tuple((labels[n - r], r) for r in range(1, round_no)),
-                        public=tuple(public), private=tuple(own), memory=memory)
+        return SeatView(
+            seat=seat,
+            round=round_no,
+            active=tuple(labels[: n - round_no + 1]),
+            eliminated=tuple((labels[n - r], r) for r in range(1, round_no)),
+            public=tuple(public),
+            private=tuple(own),
+            memory=memory,
+        )
 
     def move(kind: str, calls: float, view: SeatView, task: str, budget: int | None, expected: int) -> PlannedMove:
         tokens = prompt_tokens(prompts.messages_for(system, view, task))
@@ -90,31 +99,78 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
         k = n - round_no + 1
         others = labels[1:k]
         paired = 2 * (k // 2)
-        moves.append(move("statement", k, history(round_no, (k - 1) // 2, 0, False),
-                          prompts.statement_task(words.public), budgets.statement, tokens_for_words(words.public)))
+        moves.append(
+            move(
+                "statement",
+                k,
+                history(round_no, (k - 1) // 2, 0, False),
+                prompts.statement_task(words.public),
+                budgets.statement,
+                tokens_for_words(words.public),
+            )
+        )
         if private_rounds:
-            moves.append(move("preference", k, history(round_no, k, 0, False), prompts.preference_task(others),
-                              budgets.preference, LABEL_TOKENS * len(others)))
+            moves.append(
+                move(
+                    "preference",
+                    k,
+                    history(round_no, k, 0, False),
+                    prompts.preference_task(others),
+                    budgets.preference,
+                    LABEL_TOKENS * len(others),
+                )
+            )
             for index, limit in enumerate(words.private, 1):
-                moves.append(move("private", paired, history(round_no, k, index - 1, False),
-                                  prompts.private_task(partner, limit, index), budgets.private, tokens_for_words(limit)))
+                moves.append(
+                    move(
+                        "private",
+                        paired,
+                        history(round_no, k, index - 1, False),
+                        prompts.private_task(partner, limit, index),
+                        budgets.private,
+                        tokens_for_words(limit),
+                    )
+                )
         full = history(round_no, k, 3, False)
-        notes.append(move("memory", k, full, prompts.memory_task(words.memory), budgets.statement,
-                          tokens_for_words(words.memory)))
+        notes.append(
+            move(
+                "memory", k, full, prompts.memory_task(words.memory), budgets.statement, tokens_for_words(words.memory)
+            )
+        )
         moves.append(move("vote", 2 * k, full, prompts.vote_task(others), budgets.vote, expected_vote))
         tied, voters = labels[:2], labels[2:k]
         announced = history(round_no, k, 3, True)
-        moves.append(move("tiebreak", 2, announced, prompts.tiebreak_task(tied, voters, words.tiebreak),
-                          budgets.statement, tokens_for_words(words.tiebreak)))
+        moves.append(
+            move(
+                "tiebreak",
+                2,
+                announced,
+                prompts.tiebreak_task(tied, voters, words.tiebreak),
+                budgets.statement,
+                tokens_for_words(words.tiebreak),
+            )
+        )
         if voters:
-            moves.append(move("revote", 2 * len(voters), announced, prompts.revote_task(tied), budgets.vote,
-                              expected_vote))
+            moves.append(
+                move("revote", 2 * len(voters), announced, prompts.revote_task(tied), budgets.vote, expected_vote)
+            )
     final = n - 1
     finalists = labels[:2]
-    moves.append(move("plea", 2, history(final, 0, 0, False), prompts.plea_task(partner, words.plea),
-                      budgets.statement, tokens_for_words(words.plea)))
-    moves.append(move("jury", 2 * (n - 2), history(final, 2, 0, False), prompts.jury_task(finalists), budgets.vote,
-                      expected_vote))
+    moves.append(
+        move(
+            "plea",
+            2,
+            history(final, 0, 0, False),
+            prompts.plea_task(partner, words.plea),
+            budgets.statement,
+            tokens_for_words(words.plea),
+        )
+    )
+    moves.append(
+        move(
+            "jury", 2 * (n - 2), history(final, 2, 0, False), prompts.jury_task(finalists), budgets.vote, expected_vote
+        )
+    )
     return moves, notes
 
 
@@ -145,8 +201,10 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
         return moves + notes if keeps else moves
 
     most = math.ceil(sum(m.calls for m in moves + (notes if memory else [])) - 1e-9)
-    why = (f"at most {most} calls a seat before its first game (every vote re-asked, a tie each round: "
-           f"the game's most, shared over {params.seats} seats), replies at the word limits")
+    why = (
+        f"at most {most} calls a seat before its first game (every vote re-asked, a tie each round: "
+        f"the game's most, shared over {params.seats} seats), replies at the word limits"
+    )
     return seat_estimates(context, "elimination", "elimination", list(game.seats), None, "", seat_moves, why)
 
 

@@ -63,17 +63,26 @@ def collect_calls(paths: Iterable[str | Path]) -> pl.DataFrame:
 
 def rank_differences(final_ranks: pl.DataFrame, games: pl.DataFrame) -> list[dict[str, Any]]:
     """Per game whose re-derived ranks differ from the recorded ones: the file and each seat's two ranks."""
-    differ = final_ranks.filter(pl.col("recorded_rank").is_not_null() & pl.col("derived_rank").is_not_null()
-                                & (pl.col("recorded_rank") != pl.col("derived_rank")))
+    differ = final_ranks.filter(
+        pl.col("recorded_rank").is_not_null()
+        & pl.col("derived_rank").is_not_null()
+        & (pl.col("recorded_rank") != pl.col("derived_rank"))
+    )
     if differ.is_empty():
         return []
     files = dict(zip(games["game_id"].to_list(), games["file"].to_list(), strict=True))
     out = []
     for (game_id,), group in differ.sort("game_id", "seat").group_by("game_id", maintain_order=True):
-        out.append({"game_id": game_id, "file": files.get(game_id),
-                    "seats": {r["seat"]: {"model": r["model"], "recorded": r["recorded_rank"],
-                                          "derived": r["derived_rank"]}
-                              for r in group.iter_rows(named=True)}})
+        out.append(
+            {
+                "game_id": game_id,
+                "file": files.get(game_id),
+                "seats": {
+                    r["seat"]: {"model": r["model"], "recorded": r["recorded_rank"], "derived": r["derived_rank"]}
+                    for r in group.iter_rows(named=True)
+                },
+            }
+        )
     return sorted(out, key=lambda d: (d["file"] or "", d["game_id"]))
 
 
@@ -105,10 +114,14 @@ def build_report(corpus: Corpus, ranks: str = "recorded") -> dict[str, Any]:
         "ranks": ranks,
         "skipped": sorted(corpus.skipped, key=lambda s: s["file"]),
         "incomplete": sorted(g.file for g in corpus.games if not g.ranks),
-        "rank_source_fallback": games.filter(pl.col("rank_source").is_not_null()
-                                             & (pl.col("rank_source") != wanted))["file"].sort().to_list(),
+        "rank_source_fallback": games.filter(pl.col("rank_source").is_not_null() & (pl.col("rank_source") != wanted))[
+            "file"
+        ]
+        .sort()
+        .to_list(),
         "ranks_from_final_results": games.filter(pl.col("rank_source") == "final_results")["file"].sort().to_list()
-        if ranks == "derived" else [],
+        if ranks == "derived"
+        else [],
         "differ_from_final_results": games.filter(pl.col("matches_final_results") == False)["file"].sort().to_list(),  # noqa: E712
         "rank_differences": rank_differences(corpus.tables["final_ranks"], games),
         "variants": dict(sorted(Counter(games["variant"].to_list()).items())),
@@ -139,10 +152,18 @@ def check_import_paths(paths: Sequence[str | Path]) -> list[Path]:
     return logs
 
 
-def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: RatingSettings, *,
-               passes: int | None = None, bootstrap: int | None = None, plots: bool = True,
-               calls_out: str | Path | None = None,
-               progress: Callable[[str], None] | None = None, require_games: bool = False) -> ImportResult:
+def run_import(
+    paths: Sequence[str | Path],
+    out_dir: str | Path,
+    settings: RatingSettings,
+    *,
+    passes: int | None = None,
+    bootstrap: int | None = None,
+    plots: bool = True,
+    calls_out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    require_games: bool = False,
+) -> ImportResult:
     """`require_games`: stop with an InputError, before writing anything, when no log could be read."""
     say = progress or (lambda _m: None)
     out = Path(out_dir)
@@ -150,21 +171,26 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
     started = time.perf_counter()
     corpus = read_corpus(paths, settings.ranks)
     seconds["read"] = time.perf_counter() - started
-    say(f"read {corpus.files} file(s): {len(corpus.games)} game(s), {len(corpus.finished)} finished, "
-        f"{len(corpus.skipped)} skipped")
+    say(
+        f"read {corpus.files} file(s): {len(corpus.games)} game(s), {len(corpus.finished)} finished, "
+        f"{len(corpus.skipped)} skipped"
+    )
     for skipped in corpus.skipped:
         say(f"  skipped {skipped['file']}: {skipped['error']}")
     if require_games and not corpus.games:
         from pipeline.core.artifacts import InputError
 
-        raise InputError(f"elimination import: none of the {corpus.files} file(s) under {', '.join(map(str, paths))} "
-                         "is a readable game log (the reasons are above); nothing was written")
+        raise InputError(
+            f"elimination import: none of the {corpus.files} file(s) under {', '.join(map(str, paths))} "
+            "is a readable game log (the reasons are above); nothing was written"
+        )
 
     started = time.perf_counter()
     tables = {}
     for name, schema in TABLE_SCHEMAS.items():
-        tables[name] = write_table(out / "tables" / f"{name}.parquet", corpus.tables[name], schema,
-                                   sort_by=TABLE_KEYS[name])
+        tables[name] = write_table(
+            out / "tables" / f"{name}.parquet", corpus.tables[name], schema, sort_by=TABLE_KEYS[name]
+        )
     seconds["tables"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -174,20 +200,27 @@ def run_import(paths: Sequence[str | Path], out_dir: str | Path, settings: Ratin
 
     board = write_table(out / "leaderboard.parquet", board, LeaderboardSchema)
     write_csv_atomic(out / "leaderboard.csv", board.select(LEADERBOARD_CSV_COLUMNS))
-    stats = write_table(out / "tables" / "model_stats.parquet", metric_tables.model_stats(tables),
-                        ModelStatsSchema, sort_by=["model"])
-    distribution = write_table(out / "tables" / "rank_distribution.parquet",
-                               metric_tables.rank_distribution(tables["final_ranks"]), RankDistributionSchema,
-                               sort_by=["model", "rank"])
+    stats = write_table(
+        out / "tables" / "model_stats.parquet", metric_tables.model_stats(tables), ModelStatsSchema, sort_by=["model"]
+    )
+    distribution = write_table(
+        out / "tables" / "rank_distribution.parquet",
+        metric_tables.rank_distribution(tables["final_ranks"]),
+        RankDistributionSchema,
+        sort_by=["model", "rank"],
+    )
     write_json_atomic(out / "metrics.json", metric_tables.metrics_json(board, stats))
     report = build_report(corpus, settings.ranks)
     write_json_atomic(out / "import_report.json", report)
-    say(f"final ranks: {settings.ranks}; {len(report['rank_differences'])} game(s) whose re-derived ranks differ "
+    say(
+        f"final ranks: {settings.ranks}; {len(report['rank_differences'])} game(s) whose re-derived ranks differ "
         f"from the recorded ones, {report['invalid_votes']} invalid vote(s), {report['memory_notes']} memory "
-        f"note(s); details in {out / 'import_report.json'}")
+        f"note(s); details in {out / 'import_report.json'}"
+    )
     if calls_out is not None:
-        write_table(calls_out, collect_calls(paths), CallsSchema,
-                    sort_by=["job", "roster_name", "request_id", "attempt"])
+        write_table(
+            calls_out, collect_calls(paths), CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"]
+        )
 
     if plots:
         started = time.perf_counter()

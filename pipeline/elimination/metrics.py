@@ -43,40 +43,56 @@ def betrayals(pairs: pl.DataFrame, votes: pl.DataFrame) -> pl.DataFrame:
     """One row per private chat seen from one side (game, round, seat, partner), with
     `votes_against`: the seat's votes of that round (first vote and re-vote) naming its partner,
     and `betrayed`: at least one such vote."""
-    directed = pl.concat([
-        pairs.select("game_id", "round", pl.col("seat_a").alias("seat"), pl.col("seat_b").alias("partner"),
-                     pl.col("model_a").alias("model"), pl.col("model_b").alias("partner_model")),
-        pairs.select("game_id", "round", pl.col("seat_b").alias("seat"), pl.col("seat_a").alias("partner"),
-                     pl.col("model_b").alias("model"), pl.col("model_a").alias("partner_model")),
-    ])
+    directed = pl.concat(
+        [
+            pairs.select(
+                "game_id",
+                "round",
+                pl.col("seat_a").alias("seat"),
+                pl.col("seat_b").alias("partner"),
+                pl.col("model_a").alias("model"),
+                pl.col("model_b").alias("partner_model"),
+            ),
+            pairs.select(
+                "game_id",
+                "round",
+                pl.col("seat_b").alias("seat"),
+                pl.col("seat_a").alias("partner"),
+                pl.col("model_b").alias("model"),
+                pl.col("model_a").alias("partner_model"),
+            ),
+        ]
+    )
     against = (
         votes.filter(pl.col("phase").is_in(["vote", "revote"]) & pl.col("target_seat").is_not_null())
         .group_by("game_id", "round", pl.col("voter_seat").alias("seat"), pl.col("target_seat").alias("partner"))
         .agg(pl.len().cast(pl.Int64).alias("votes_against"))
     )
-    return (directed.join(against, on=["game_id", "round", "seat", "partner"], how="left")
-            .with_columns(pl.col("votes_against").fill_null(0))
-            .with_columns((pl.col("votes_against") > 0).alias("betrayed"))
-            .sort("game_id", "round", "seat"))
+    return (
+        directed.join(against, on=["game_id", "round", "seat", "partner"], how="left")
+        .with_columns(pl.col("votes_against").fill_null(0))
+        .with_columns((pl.col("votes_against") > 0).alias("betrayed"))
+        .sort("game_id", "round", "seat")
+    )
 
 
 def _buddy_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The original's counts: (per model its chats and the times it voted against the partner,
     per model the times its partner voted against it)."""
-    betrayer = chats.group_by("model").agg(pl.len().alias("buddy_chats"),
-                                           pl.col("votes_against").sum().alias("buddy_betrayals"))
+    betrayer = chats.group_by("model").agg(
+        pl.len().alias("buddy_chats"), pl.col("votes_against").sum().alias("buddy_betrayals")
+    )
     victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
-        pl.col("votes_against").sum().alias("buddy_betrayed"))
+        pl.col("votes_against").sum().alias("buddy_betrayed")
+    )
     return betrayer, victim
 
 
 def _chat_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Ours: per model its chats and those with a vote against the partner, and the chats in
     which the partner voted against it."""
-    betrayer = chats.group_by("model").agg(pl.len().alias("private_chats"),
-                                           pl.col("betrayed").sum().alias("betrayals"))
-    victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
-        pl.col("betrayed").sum().alias("betrayed"))
+    betrayer = chats.group_by("model").agg(pl.len().alias("private_chats"), pl.col("betrayed").sum().alias("betrayals"))
+    victim = chats.group_by(pl.col("partner_model").alias("model")).agg(pl.col("betrayed").sum().alias("betrayed"))
     return betrayer, victim
 
 
@@ -85,21 +101,63 @@ def _words(messages: pl.DataFrame, rated: pl.DataFrame) -> tuple[pl.DataFrame, p
     hears in the rated games, words as recorded)."""
     spoken = messages.filter(pl.col("model").is_not_null())
     every = spoken.group_by("model").agg(
-        pl.len().alias("messages"), pl.col("words").mean().alias("avg_words"),
-        pl.col("cut").sum().alias("cut_messages"), pl.col("empty_at_token_limit").sum().alias("empty_messages"))
-    heard = (spoken.filter(pl.col("kind").is_in(HEARD_BY_ALL)).join(rated, on="game_id", how="semi")
-             .group_by("model").agg(pl.len().alias("public_messages"),
-                                    pl.col("words_recorded").mean().alias("words_per_message")))
+        pl.len().alias("messages"),
+        pl.col("words").mean().alias("avg_words"),
+        pl.col("cut").sum().alias("cut_messages"),
+        pl.col("empty_at_token_limit").sum().alias("empty_messages"),
+    )
+    heard = (
+        spoken.filter(pl.col("kind").is_in(HEARD_BY_ALL))
+        .join(rated, on="game_id", how="semi")
+        .group_by("model")
+        .agg(pl.len().alias("public_messages"), pl.col("words_recorded").mean().alias("words_per_message"))
+    )
     return every, heard
 
 
-COUNTS = ("private_chats", "betrayals", "betrayed", "buddy_chats", "buddy_betrayals", "buddy_betrayed", "messages",
-          "public_messages", "cut_messages", "votes_cast", "invalid_votes", "empty_messages", "empty_votes")
+COUNTS = (
+    "private_chats",
+    "betrayals",
+    "betrayed",
+    "buddy_chats",
+    "buddy_betrayals",
+    "buddy_betrayed",
+    "messages",
+    "public_messages",
+    "cut_messages",
+    "votes_cast",
+    "invalid_votes",
+    "empty_messages",
+    "empty_votes",
+)
 COLUMNS = (
-    "model", "games", "seats", "wins", "first_place_rate", "first_out", "earliest_out_rate", "final2", "final2_wins",
-    "final2_win_rate", "buddy_chats", "buddy_betrayals", "buddy_betrayal_rate", "buddy_betrayed",
-    "buddy_betrayed_rate", "private_chats", "betrayals", "betrayal_rate", "betrayed", "betrayed_rate",
-    "public_messages", "words_per_message", "messages", "avg_words", "cut_messages", "votes_cast", "invalid_votes",
+    "model",
+    "games",
+    "seats",
+    "wins",
+    "first_place_rate",
+    "first_out",
+    "earliest_out_rate",
+    "final2",
+    "final2_wins",
+    "final2_win_rate",
+    "buddy_chats",
+    "buddy_betrayals",
+    "buddy_betrayal_rate",
+    "buddy_betrayed",
+    "buddy_betrayed_rate",
+    "private_chats",
+    "betrayals",
+    "betrayal_rate",
+    "betrayed",
+    "betrayed_rate",
+    "public_messages",
+    "words_per_message",
+    "messages",
+    "avg_words",
+    "cut_messages",
+    "votes_cast",
+    "invalid_votes",
     "empty_at_token_limit",
 )
 
@@ -117,13 +175,24 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     rated = rated_games(tables["final_ranks"])
     chats = betrayals(tables["pairs"], tables["votes"])
     every_words, heard_words = _words(tables["messages"], rated)
-    votes = tables["votes"].filter(pl.col("voter_model").is_not_null()).group_by(
-        pl.col("voter_model").alias("model")).agg(pl.len().alias("votes_cast"),
-                                                  (~pl.col("valid")).sum().alias("invalid_votes"),
-                                                  pl.col("token_limit_replies").sum().alias("empty_votes"))
+    votes = (
+        tables["votes"]
+        .filter(pl.col("voter_model").is_not_null())
+        .group_by(pl.col("voter_model").alias("model"))
+        .agg(
+            pl.len().alias("votes_cast"),
+            (~pl.col("valid")).sum().alias("invalid_votes"),
+            pl.col("token_limit_replies").sum().alias("empty_votes"),
+        )
+    )
     table = placed
-    for other in (*_buddy_betrayals(chats.join(rated, on="game_id", how="semi")), *_chat_betrayals(chats),
-                  every_words, heard_words, votes):
+    for other in (
+        *_buddy_betrayals(chats.join(rated, on="game_id", how="semi")),
+        *_chat_betrayals(chats),
+        every_words,
+        heard_words,
+        votes,
+    ):
         table = table.join(other, on="model", how="left")
     table = table.with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in COUNTS])
     table = table.with_columns((pl.col("empty_messages") + pl.col("empty_votes")).alias("empty_at_token_limit"))
@@ -136,18 +205,25 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         _rate(pl.col("betrayals"), pl.col("private_chats")).alias("betrayal_rate"),
         _rate(pl.col("betrayed"), pl.col("private_chats")).alias("betrayed_rate"),
     )
-    return table.select(COLUMNS).with_columns(
-        [pl.col(c).cast(pl.Int64) for c in ("games", "seats", "wins", "first_out", "final2", "final2_wins")]
-    ).sort("model")
+    return (
+        table.select(COLUMNS)
+        .with_columns(
+            [pl.col(c).cast(pl.Int64) for c in ("games", "seats", "wins", "first_out", "final2", "final2_wins")]
+        )
+        .sort("model")
+    )
 
 
 def rank_distribution(final_ranks: pl.DataFrame) -> pl.DataFrame:
     ranks = final_ranks.filter(pl.col("rank").is_not_null())
     counts = ranks.group_by("model", "rank").agg(pl.len().alias("count"))
     totals = ranks.group_by("model").agg(pl.len().alias("total"))
-    return (counts.join(totals, on="model").with_columns((pl.col("count") / pl.col("total")).alias("share"))
-            .select("model", pl.col("rank").cast(pl.Int64), pl.col("count").cast(pl.Int64), "share")
-            .sort("model", "rank"))
+    return (
+        counts.join(totals, on="model")
+        .with_columns((pl.col("count") / pl.col("total")).alias("share"))
+        .select("model", pl.col("rank").cast(pl.Int64), pl.col("count").cast(pl.Int64), "share")
+        .sort("model", "rank")
+    )
 
 
 def _clean(value: Any) -> Any:
@@ -159,10 +235,26 @@ def _clean(value: Any) -> Any:
 # model_stats columns copied into metrics.json: the original's metrics with the counts behind them,
 # then ours (the keys the leaderboard and older runs know stay as they were)
 STATS_IN_METRICS = (
-    "wins", "first_place_rate", "first_out", "earliest_out_rate", "final2", "final2_wins", "final2_win_rate",
-    "buddy_chats", "buddy_betrayals", "buddy_betrayal_rate", "buddy_betrayed", "buddy_betrayed_rate",
-    "public_messages", "words_per_message", "betrayal_rate", "betrayed_rate", "avg_words", "cut_messages",
-    "invalid_votes", "empty_at_token_limit",
+    "wins",
+    "first_place_rate",
+    "first_out",
+    "earliest_out_rate",
+    "final2",
+    "final2_wins",
+    "final2_win_rate",
+    "buddy_chats",
+    "buddy_betrayals",
+    "buddy_betrayal_rate",
+    "buddy_betrayed",
+    "buddy_betrayed_rate",
+    "public_messages",
+    "words_per_message",
+    "betrayal_rate",
+    "betrayed_rate",
+    "avg_words",
+    "cut_messages",
+    "invalid_votes",
+    "empty_at_token_limit",
 )
 
 
@@ -172,20 +264,35 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
     result: dict[str, dict[str, Any]] = {}
     for row in leaderboard.iter_rows(named=True):
         s = stats_by_model.get(row["model"], {})
-        result[row["model"]] = {k: _clean(v) for k, v in {
-            "rank": row["rank"], "mu": row["mu"], "mu_rel": row["mu_rel"], "sigma": row["sigma"], "mu_lo": row["mu_lo"],
-            "mu_hi": row["mu_hi"], "games": row["games"], "points_sum": row["points_sum"],
-            "avg_points": row["avg_points"], **{key: s.get(key) for key in STATS_IN_METRICS},
-            **trueskill_metrics(row),
-        }.items()}
+        result[row["model"]] = {
+            k: _clean(v)
+            for k, v in {
+                "rank": row["rank"],
+                "mu": row["mu"],
+                "mu_rel": row["mu_rel"],
+                "sigma": row["sigma"],
+                "mu_lo": row["mu_lo"],
+                "mu_hi": row["mu_hi"],
+                "games": row["games"],
+                "points_sum": row["points_sum"],
+                "avg_points": row["avg_points"],
+                **{key: s.get(key) for key in STATS_IN_METRICS},
+                **trueskill_metrics(row),
+            }.items()
+        }
     return result
 
 
 def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:
     """The keys every benchmark's metrics.json shares (see the rating contract)."""
     return {
-        "trueskill_mu": row["mu"], "trueskill_sigma": row["sigma"], "trueskill_mu_lo": row["mu_lo"],
-        "trueskill_mu_hi": row["mu_hi"], "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"],
-        "trueskill_rank_hi": row["rank_hi"], "trueskill_games": row["rated_games"],
+        "trueskill_mu": row["mu"],
+        "trueskill_sigma": row["sigma"],
+        "trueskill_mu_lo": row["mu_lo"],
+        "trueskill_mu_hi": row["mu_hi"],
+        "trueskill_rank": row["rank"],
+        "trueskill_rank_lo": row["rank_lo"],
+        "trueskill_rank_hi": row["rank_hi"],
+        "trueskill_games": row["rated_games"],
         "trueskill_resamples": row["resamples"],
     }

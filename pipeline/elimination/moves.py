@@ -59,8 +59,9 @@ class ParsedVote:
     problem: str | None  # why the vote does not count, None when it does
 
 
-def parse_vote(reply: str, voter: str, choices: Sequence[str], seats: Collection[str],
-               eliminated: Collection[str]) -> ParsedVote:
+def parse_vote(
+    reply: str, voter: str, choices: Sequence[str], seats: Collection[str], eliminated: Collection[str]
+) -> ParsedVote:
     """The vote is the first seat label of the reply; the reason is the text after it.
 
     A label that is not a seat, the voter's own seat, an eliminated seat, or a seat outside
@@ -70,7 +71,7 @@ def parse_vote(reply: str, voter: str, choices: Sequence[str], seats: Collection
     if match is None:
         return ParsedVote(None, _reason(reply), "the reply names no seat label (P1, P2, ...)")
     label = f"P{int(match.group(1))}"
-    reason = _reason(reply[match.end():]) if reply[match.end():].strip() else _reason(reply[: match.start()])
+    reason = _reason(reply[match.end() :]) if reply[match.end() :].strip() else _reason(reply[: match.start()])
     if label not in seats:
         problem = f"{label} is not a seat in this game"
     elif label == voter:

@@ -39,14 +39,19 @@ class SeatView:
     memory: tuple[tuple[int, str], ...] = ()  # the memory variant: this seat's own notes (round, note)
 
 
-def system_prompt(seat: str, seats: int, words: WordLimits, votes: str = "anonymous",
-                  variant: str = "standard") -> str:
+def system_prompt(seat: str, seats: int, words: WordLimits, votes: str = "anonymous", variant: str = "standard") -> str:
     p2, p3, p4 = words.private
-    announced = ("Only how many votes each seat got is announced; who voted for whom stays secret, "
-                 "and so do the reasons." if votes == "anonymous"
-                 else "Who voted for whom is announced afterwards; reasons stay secret.")
-    memory = (f"Before each vote you write a private memory note (at most {words.memory} words); only "
-              "you see your notes, in every later round.\n" if variant == "memory" else "")
+    announced = (
+        "Only how many votes each seat got is announced; who voted for whom stays secret, and so do the reasons."
+        if votes == "anonymous"
+        else "Who voted for whom is announced afterwards; reasons stay secret."
+    )
+    memory = (
+        f"Before each vote you write a private memory note (at most {words.memory} words); only "
+        "you see your notes, in every later round.\n"
+        if variant == "memory"
+        else ""
+    )
     if variant == "public_only":
         return (
             f"You are seat {seat} in the Elimination Game, a social strategy game for {seats} seats "
@@ -102,9 +107,9 @@ def render_view(view: SeatView) -> str:
     lines.append("Your private conversations:")
     if not view.private:
         lines.append("(none yet)")
-    for line in view.private:
-        other = line.target if line.speaker == view.seat else line.speaker
-        lines.append(f"[round {line.round}, with {other}] {line.speaker}: {line.text}")
+    for said in view.private:
+        other = said.target if said.speaker == view.seat else said.speaker
+        lines.append(f"[round {said.round}, with {other}] {said.speaker}: {said.text}")
     if view.memory:
         lines.append("")
         lines.append("Your private memory notes:")
@@ -188,6 +193,5 @@ def jury_task(finalists: Sequence[str]) -> str:
 
 def reask_note(problem: str, choices: Sequence[str]) -> str:
     return (
-        f"That vote does not count: {problem}. Reply again as `P<n>: <reason>`, choosing one of "
-        f"{', '.join(choices)}."
+        f"That vote does not count: {problem}. Reply again as `P<n>: <reason>`, choosing one of {', '.join(choices)}."
     )

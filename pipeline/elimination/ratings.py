@@ -45,22 +45,32 @@ def rating_seed(settings: RatingSettings) -> int:
     return seed_from("elimination", "rating", settings.seed)
 
 
-def rate(final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None = None,
-         bootstrap: int | None = None) -> pl.DataFrame:
+def rate(
+    final_ranks: pl.DataFrame, settings: RatingSettings, passes: int | None = None, bootstrap: int | None = None
+) -> pl.DataFrame:
     """Per model: mu, sigma (means over passes), mu_sd, the bootstrap interval mu_lo..mu_hi,
     rank (by mu) and its bootstrap interval rank_lo..rank_hi (see `rating_summary`)."""
     events = rating_events(final_ranks)
     resamples = settings.bootstrap_resamples if bootstrap is None else bootstrap
     n_passes = passes or settings.passes
-    table = rating_summary(events, rating_params(settings), n_passes, rating_seed(settings),
-                           resamples=resamples, bootstrap_passes=settings.bootstrap_passes)
+    table = rating_summary(
+        events,
+        rating_params(settings),
+        n_passes,
+        rating_seed(settings),
+        resamples=resamples,
+        bootstrap_passes=settings.bootstrap_passes,
+    )
     if settings.aggregate == "median" and events:
         names, mus, sigmas = pass_ratings(events, rating_params(settings), n_passes, rating_seed(settings))
-        medians = pl.DataFrame({"player": list(names), "mu_median": np.median(mus, axis=0),
-                                "sigma_median": np.median(sigmas, axis=0)})
-        table = (table.join(medians, on="player", how="left")
-                 .with_columns(pl.col("mu_median").alias("mu"), pl.col("sigma_median").alias("sigma"))
-                 .drop("mu_median", "sigma_median"))
+        medians = pl.DataFrame(
+            {"player": list(names), "mu_median": np.median(mus, axis=0), "sigma_median": np.median(sigmas, axis=0)}
+        )
+        table = (
+            table.join(medians, on="player", how="left")
+            .with_columns(pl.col("mu_median").alias("mu"), pl.col("sigma_median").alias("sigma"))
+            .drop("mu_median", "sigma_median")
+        )
     return table.rename({"player": "model"})
 
 
@@ -73,17 +83,46 @@ def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFram
     played = (
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("model")
-        .agg(pl.col("game_id").n_unique().alias("games"), pl.len().alias("seats"),
-             pl.col("points").sum().alias("points_sum"))
+        .agg(
+            pl.col("game_id").n_unique().alias("games"),
+            pl.len().alias("seats"),
+            pl.col("points").sum().alias("points_sum"),
+        )
     )
     # inner join: a model seen only in unrated games (no other model at the table) has no rating
-    rated = ratings.select("model", "mu", "sigma", "mu_lo", "mu_hi", "rank_lo", "rank_hi",
-                           pl.col("events").alias("rated_games"), "resamples", "settled")
+    rated = ratings.select(
+        "model",
+        "mu",
+        "sigma",
+        "mu_lo",
+        "mu_hi",
+        "rank_lo",
+        "rank_hi",
+        pl.col("events").alias("rated_games"),
+        "resamples",
+        "settled",
+    )
     table = played.join(rated, on="model", how="inner")
-    table = table.with_columns((pl.col("points_sum") / pl.col("seats")).alias("avg_points"),
-                               (pl.col("mu") - pl.col("mu").mean()).alias("mu_rel")).sort(
-        ["mu", "model"], descending=[True, False])
+    table = table.with_columns(
+        (pl.col("points_sum") / pl.col("seats")).alias("avg_points"),
+        (pl.col("mu") - pl.col("mu").mean()).alias("mu_rel"),
+    ).sort(["mu", "model"], descending=[True, False])
     table = table.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))
-    return table.select("rank", "rank_lo", "rank_hi", "model", "mu", "mu_rel", "sigma", "mu_lo", "mu_hi", "games",
-                        pl.col("seats").cast(pl.Int64), "points_sum", "avg_points", "rated_games", "resamples",
-                        "settled")
+    return table.select(
+        "rank",
+        "rank_lo",
+        "rank_hi",
+        "model",
+        "mu",
+        "mu_rel",
+        "sigma",
+        "mu_lo",
+        "mu_hi",
+        "games",
+        pl.col("seats").cast(pl.Int64),
+        "points_sum",
+        "avg_points",
+        "rated_games",
+        "resamples",
+        "settled",
+    )

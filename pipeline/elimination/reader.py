@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from pipeline.elimination.records import (
     partial_points,
 )
 
+_loads: Callable[[bytes], Any]
 try:  # orjson parses the original's thousands of logs several times faster; json is the fallback
     import orjson
 
@@ -59,28 +60,79 @@ MESSAGE_KIND = {PUBLIC_SUBROUND: "public", TIEBREAK_SUBROUND: "tiebreak", PLEA_S
 PHASE_OF_REASON = {"private_vote_reason": "vote", "private_revote_reason": "revote"}
 
 TABLE_SCHEMAS: dict[str, dict[str, Any]] = {
-    "games": {"game_id": pl.String, "file": pl.String, "seats": pl.Int64, "rounds": pl.Int64,
-              "variant": pl.String, "winner_seat": pl.String, "winner_model": pl.String,
-              "rank_source": pl.String, "has_final_results": pl.Boolean, "matches_final_results": pl.Boolean},
+    "games": {
+        "game_id": pl.String,
+        "file": pl.String,
+        "seats": pl.Int64,
+        "rounds": pl.Int64,
+        "variant": pl.String,
+        "winner_seat": pl.String,
+        "winner_model": pl.String,
+        "rank_source": pl.String,
+        "has_final_results": pl.Boolean,
+        "matches_final_results": pl.Boolean,
+    },
     "seats": {"game_id": pl.String, "seat": pl.String, "player_id": pl.String, "model": pl.String},
-    "messages": {"game_id": pl.String, "round": pl.Int64, "subround": pl.Int64, "kind": pl.String,
-                 "seat": pl.String, "model": pl.String, "target_seat": pl.String, "target_model": pl.String,
-                 "text": pl.String, "words": pl.Int64, "words_recorded": pl.Int64, "cut": pl.Boolean,
-                 "empty_at_token_limit": pl.Boolean},
-    "votes": {"game_id": pl.String, "round": pl.Int64, "phase": pl.String, "voter_seat": pl.String,
-              "voter_model": pl.String, "target_seat": pl.String, "target_model": pl.String,
-              "valid": pl.Boolean, "target_marker": pl.String, "token_limit_replies": pl.Int64,
-              "reason": pl.String},
-    "eliminations": {"game_id": pl.String, "round": pl.Int64, "order": pl.Int64, "seat": pl.String,
-                     "model": pl.String, "jury": pl.Boolean, "tie_break": pl.Boolean,
-                     "cumu_check": pl.Boolean, "random_pick": pl.Boolean},
-    "pairs": {"game_id": pl.String, "round": pl.Int64, "seat_a": pl.String, "seat_b": pl.String,
-              "model_a": pl.String, "model_b": pl.String},
-    "final_ranks": {"game_id": pl.String, "seat": pl.String, "player_id": pl.String, "model": pl.String,
-                    "rank": pl.Int64, "points": pl.Float64, "recorded_rank": pl.Int64,
-                    "recorded_points": pl.Float64, "derived_rank": pl.Int64, "seats": pl.Int64},
-    "memory_notes": {"game_id": pl.String, "round": pl.Int64, "seat": pl.String, "model": pl.String,
-                     "note": pl.String},
+    "messages": {
+        "game_id": pl.String,
+        "round": pl.Int64,
+        "subround": pl.Int64,
+        "kind": pl.String,
+        "seat": pl.String,
+        "model": pl.String,
+        "target_seat": pl.String,
+        "target_model": pl.String,
+        "text": pl.String,
+        "words": pl.Int64,
+        "words_recorded": pl.Int64,
+        "cut": pl.Boolean,
+        "empty_at_token_limit": pl.Boolean,
+    },
+    "votes": {
+        "game_id": pl.String,
+        "round": pl.Int64,
+        "phase": pl.String,
+        "voter_seat": pl.String,
+        "voter_model": pl.String,
+        "target_seat": pl.String,
+        "target_model": pl.String,
+        "valid": pl.Boolean,
+        "target_marker": pl.String,
+        "token_limit_replies": pl.Int64,
+        "reason": pl.String,
+    },
+    "eliminations": {
+        "game_id": pl.String,
+        "round": pl.Int64,
+        "order": pl.Int64,
+        "seat": pl.String,
+        "model": pl.String,
+        "jury": pl.Boolean,
+        "tie_break": pl.Boolean,
+        "cumu_check": pl.Boolean,
+        "random_pick": pl.Boolean,
+    },
+    "pairs": {
+        "game_id": pl.String,
+        "round": pl.Int64,
+        "seat_a": pl.String,
+        "seat_b": pl.String,
+        "model_a": pl.String,
+        "model_b": pl.String,
+    },
+    "final_ranks": {
+        "game_id": pl.String,
+        "seat": pl.String,
+        "player_id": pl.String,
+        "model": pl.String,
+        "rank": pl.Int64,
+        "points": pl.Float64,
+        "recorded_rank": pl.Int64,
+        "recorded_points": pl.Float64,
+        "derived_rank": pl.Int64,
+        "seats": pl.Int64,
+    },
+    "memory_notes": {"game_id": pl.String, "round": pl.Int64, "seat": pl.String, "model": pl.String, "note": pl.String},
 }
 TABLE_KEYS: dict[str, list[str]] = {
     "games": ["game_id"],
@@ -181,11 +233,22 @@ def _load_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-KNOWN_RECORDS = frozenset({
-    "conversation", "private", "vote", "private_vote_reason", "private_revote_reason", "private_jury_reason",
-    "elimination", "preference_proposal", "preference_outcome", "preference_result", "final_results",
-    "memory_note",
-})
+KNOWN_RECORDS = frozenset(
+    {
+        "conversation",
+        "private",
+        "vote",
+        "private_vote_reason",
+        "private_revote_reason",
+        "private_jury_reason",
+        "elimination",
+        "preference_proposal",
+        "preference_outcome",
+        "preference_result",
+        "final_results",
+        "memory_note",
+    }
+)
 
 
 def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
@@ -235,8 +298,11 @@ def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
             target, marker = players.target(r.get("target_id"))
             jury_round = rnd if jury_round is None else jury_round
             valid = (r.get("extra") or {}).get("valid", target is not None)
-            game.rows["votes"].append(_vote_row(game_id, players, rnd, "jury", voter, target, marker,
-                                                r.get("reason"), valid, r.get("extra") or {}))
+            game.rows["votes"].append(
+                _vote_row(
+                    game_id, players, rnd, "jury", voter, target, marker, r.get("reason"), valid, r.get("extra") or {}
+                )
+            )
         elif kind == "elimination":
             players.target(r.get("eliminated_player"))
             eliminations.append(r)
@@ -247,8 +313,14 @@ def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
                     game.rows["pairs"].append({"game_id": game_id, "round": rnd, "seat_a": a, "seat_b": b})
         elif kind == "memory_note":
             seat = players.add(r.get("player_id"))
-            game.rows["memory_notes"].append({"game_id": game_id, "round": rnd, "seat": seat,
-                                              "note": r.get("note") if isinstance(r.get("note"), str) else ""})
+            game.rows["memory_notes"].append(
+                {
+                    "game_id": game_id,
+                    "round": rnd,
+                    "seat": seat,
+                    "note": r.get("note") if isinstance(r.get("note"), str) else "",
+                }
+            )
         elif kind == "final_results":
             final = r
         elif kind not in KNOWN_RECORDS:
@@ -262,8 +334,9 @@ def read_game(path: str | Path, ranks: str = "recorded") -> ParsedGame:
         note["model"] = players.model_of_seat.get(note["seat"])
     recorded, recorded_points = _recorded(final, players)
     for seat, pid in players.pid_of_seat.items():
-        game.rows["seats"].append({"game_id": game_id, "seat": seat, "player_id": pid,
-                                   "model": players.model_of_seat[seat]})
+        game.rows["seats"].append(
+            {"game_id": game_id, "seat": seat, "player_id": pid, "model": players.model_of_seat[seat]}
+        )
     if game.rows["memory_notes"]:
         variant = "memory"
     elif not has_private and any(m["kind"] == "public" for m in game.rows["messages"]):
@@ -296,19 +369,36 @@ def _recorded(final: dict[str, Any] | None, players: _Players) -> tuple[dict[str
     return ranks, points
 
 
-def _message(game: ParsedGame, players: _Players, r: dict[str, Any], seat: str | None, target: str | None,
-             kind: str, subround: int) -> None:
+def _message(
+    game: ParsedGame,
+    players: _Players,
+    r: dict[str, Any],
+    seat: str | None,
+    target: str | None,
+    kind: str,
+    subround: int,
+) -> None:
     text = r.get("message") or ""
     recorded = len(text.split())
     extra = r.get("extra") or {}
     cut = bool(extra.get("cut"))
-    game.rows["messages"].append({
-        "game_id": game.game_id, "round": r.get("round"), "subround": subround, "kind": kind, "seat": seat,
-        "model": players.model_of_seat.get(seat) if seat else None, "target_seat": target,
-        "target_model": players.model_of_seat.get(target) if target else None, "text": text,
-        "words": int(extra.get("words", recorded)) if cut else recorded, "words_recorded": recorded, "cut": cut,
-        "empty_at_token_limit": bool(extra.get("empty_at_token_limit")),
-    })
+    game.rows["messages"].append(
+        {
+            "game_id": game.game_id,
+            "round": r.get("round"),
+            "subround": subround,
+            "kind": kind,
+            "seat": seat,
+            "model": players.model_of_seat.get(seat) if seat else None,
+            "target_seat": target,
+            "target_model": players.model_of_seat.get(target) if target else None,
+            "text": text,
+            "words": int(extra.get("words", recorded)) if cut else recorded,
+            "words_recorded": recorded,
+            "cut": cut,
+            "empty_at_token_limit": bool(extra.get("empty_at_token_limit")),
+        }
+    )
 
 
 TOKEN_LIMIT_PROBLEM = "the reply was cut by the token limit before any visible text"
@@ -320,22 +410,40 @@ def _token_limit_replies(extra: dict[str, Any]) -> int:
     return sum(1 for a in attempts if isinstance(a, dict) and a.get("problem") == TOKEN_LIMIT_PROBLEM)
 
 
-def _vote_row(game_id: str, players: _Players, rnd: Any, phase: str, voter: str | None, target: str | None,
-              marker: str | None, reason: Any, valid: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"game_id": game_id, "round": rnd, "phase": phase, "voter_seat": voter,
-            "voter_model": players.model_of_seat.get(voter) if voter else None, "target_seat": target,
-            "target_model": players.model_of_seat.get(target) if target else None,
-            "valid": bool(valid and target is not None), "target_marker": marker,
-            "token_limit_replies": _token_limit_replies(extra or {}),
-            "reason": reason if isinstance(reason, str) else None}
+def _vote_row(
+    game_id: str,
+    players: _Players,
+    rnd: Any,
+    phase: str,
+    voter: str | None,
+    target: str | None,
+    marker: str | None,
+    reason: Any,
+    valid: bool,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "game_id": game_id,
+        "round": rnd,
+        "phase": phase,
+        "voter_seat": voter,
+        "voter_model": players.model_of_seat.get(voter) if voter else None,
+        "target_seat": target,
+        "target_model": players.model_of_seat.get(target) if target else None,
+        "valid": bool(valid and target is not None),
+        "target_marker": marker,
+        "token_limit_replies": _token_limit_replies(extra or {}),
+        "reason": reason if isinstance(reason, str) else None,
+    }
 
 
-def _match_votes(game: ParsedGame, players: _Players, votes: Sequence[dict[str, Any]],
-                 reasons: Sequence[dict[str, Any]]) -> None:
+def _match_votes(
+    game: ParsedGame, players: _Players, votes: Sequence[dict[str, Any]], reasons: Sequence[dict[str, Any]]
+) -> None:
     """Pair each vote with its reason: the k-th vote of a voter in a round with its k-th reason."""
     pending: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
-    for reason in reasons:
-        pending[(reason.get("round"), reason.get("voter_id"))].append(reason)
+    for given in reasons:
+        pending[(given.get("round"), given.get("voter_id"))].append(given)
     used: Counter[tuple[Any, Any]] = Counter()
     for v in votes:
         key = (v.get("round"), v.get("voter_id"))
@@ -350,18 +458,40 @@ def _match_votes(game: ParsedGame, players: _Players, votes: Sequence[dict[str, 
         else:
             phase = "revote" if used[key] > 1 else "vote"  # a second vote in a round is the re-vote
         target, marker = players.target(v.get("target_id"))
-        game.rows["votes"].append(_vote_row(
-            game.game_id, players, v.get("round"), phase, players.seat_of.get(v.get("voter_id")), target, marker,
-            reason.get("reason") if reason else None, extra.get("valid", target is not None), extra))
+        voter_id = v.get("voter_id")
+        voter = players.seat_of.get(voter_id) if isinstance(voter_id, str) else None
+        game.rows["votes"].append(
+            _vote_row(
+                game.game_id,
+                players,
+                v.get("round"),
+                phase,
+                voter,
+                target,
+                marker,
+                reason.get("reason") if reason else None,
+                extra.get("valid", target is not None),
+                extra,
+            )
+        )
 
 
 def _is_permutation(ranks: dict[str, int], seats: Sequence[str]) -> bool:
     return set(ranks) == set(seats) and sorted(ranks.values()) == list(range(1, len(seats) + 1))
 
 
-def _ranks(game: ParsedGame, players: _Players, eliminations: Sequence[dict[str, Any]], jury_round: Any,
-           final: dict[str, Any] | None, recorded: dict[str, int], recorded_points: dict[str, float],
-           last_round: int, source: str, variant: str) -> None:
+def _ranks(
+    game: ParsedGame,
+    players: _Players,
+    eliminations: Sequence[dict[str, Any]],
+    jury_round: Any,
+    final: dict[str, Any] | None,
+    recorded: dict[str, int],
+    recorded_points: dict[str, float],
+    last_round: int,
+    source: str,
+    variant: str,
+) -> None:
     seats = sorted(players.pid_of_seat, key=_seat_key)
     n = len(seats)
     out: list[tuple[str, dict[str, Any], bool]] = []
@@ -399,16 +529,28 @@ def _ranks(game: ParsedGame, players: _Players, eliminations: Sequence[dict[str,
         game.problems.append("final ranks recorded: the records cannot decide this game")
     else:
         used = None
-        game.problems.append("incomplete game: no final ranks" if not derived else
-                             "not rated: no usable final_results (the original rates only those; "
-                             "--ranks derived rates it from its records)")
+        game.problems.append(
+            "incomplete game: no final ranks"
+            if not derived
+            else "not rated: no usable final_results (the original rates only those; "
+            "--ranks derived rates it from its records)"
+        )
     chosen = options[used] if used else {}
     game.ranks = chosen or None
     for order, (seat, e, jury) in enumerate(out, 1):
-        game.rows["eliminations"].append({
-            "game_id": game.game_id, "round": e.get("round"), "order": order, "seat": seat,
-            "model": players.model_of_seat.get(seat), "jury": jury, "tie_break": e.get("tie_break"),
-            "cumu_check": e.get("cumu_check"), "random_pick": e.get("random_pick")})
+        game.rows["eliminations"].append(
+            {
+                "game_id": game.game_id,
+                "round": e.get("round"),
+                "order": order,
+                "seat": seat,
+                "model": players.model_of_seat.get(seat),
+                "jury": jury,
+                "tie_break": e.get("tie_break"),
+                "cumu_check": e.get("cumu_check"),
+                "random_pick": e.get("random_pick"),
+            }
+        )
     for seat in seats:
         rank = chosen.get(seat)
         if rank is None or n < 2:
@@ -417,26 +559,45 @@ def _ranks(game: ParsedGame, players: _Players, eliminations: Sequence[dict[str,
             points = recorded_points[seat]  # the original's own number, as its leaderboard sums it
         else:
             points = partial_points(rank, n)
-        game.rows["final_ranks"].append({
-            "game_id": game.game_id, "seat": seat, "player_id": players.pid_of_seat[seat],
-            "model": players.model_of_seat[seat], "rank": rank, "points": points,
-            "recorded_rank": recorded.get(seat), "recorded_points": recorded_points.get(seat),
-            "derived_rank": derived.get(seat), "seats": n})
+        game.rows["final_ranks"].append(
+            {
+                "game_id": game.game_id,
+                "seat": seat,
+                "player_id": players.pid_of_seat[seat],
+                "model": players.model_of_seat[seat],
+                "rank": rank,
+                "points": points,
+                "recorded_rank": recorded.get(seat),
+                "recorded_points": recorded_points.get(seat),
+                "derived_rank": derived.get(seat),
+                "seats": n,
+            }
+        )
     winner = next((s for s, r in chosen.items() if r == 1), None)
     matches = (derived == recorded) if (recorded and derived) else None
     if matches is False:
         game.problems.append("re-derived final ranks differ from final_results")
-    game.rows["games"].append({
-        "game_id": game.game_id, "file": game.file, "seats": n, "rounds": last_round, "variant": variant,
-        "winner_seat": winner, "winner_model": players.model_of_seat.get(winner) if winner else None,
-        "rank_source": {"recorded": "final_results", "derived": "derived"}.get(used or ""),
-        "has_final_results": final is not None, "matches_final_results": matches})
+    game.rows["games"].append(
+        {
+            "game_id": game.game_id,
+            "file": game.file,
+            "seats": n,
+            "rounds": last_round,
+            "variant": variant,
+            "winner_seat": winner,
+            "winner_model": players.model_of_seat.get(winner) if winner else None,
+            "rank_source": {"recorded": "final_results", "derived": "derived"}.get(used or ""),
+            "has_final_results": final is not None,
+            "matches_final_results": matches,
+        }
+    )
 
 
 def _jury_loser(game: ParsedGame, finalists: Sequence[str]) -> str | None:
     """The finalist the jury voted out; a split jury goes to the votes over the whole game."""
-    jury = Counter(v["target_seat"] for v in game.rows["votes"]
-                   if v["phase"] == "jury" and v["target_seat"] in finalists)
+    jury = Counter(
+        v["target_seat"] for v in game.rows["votes"] if v["phase"] == "jury" and v["target_seat"] in finalists
+    )
     if not jury:
         return None
     best = max(jury[f] for f in finalists)
@@ -498,7 +659,9 @@ def read_corpus(paths: Iterable[str | Path], ranks: str = "recorded") -> Corpus:
             skipped.append({"file": str(file), "error": str(exc)})
             continue
         if game.game_id in seen_ids:
-            skipped.append({"file": str(file), "error": f"duplicate of game {game.game_id} in {seen_ids[game.game_id]}"})
+            skipped.append(
+                {"file": str(file), "error": f"duplicate of game {game.game_id} in {seen_ids[game.game_id]}"}
+            )
             continue
         seen_ids[game.game_id] = str(file)
         games.append(game)

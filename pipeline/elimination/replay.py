@@ -20,8 +20,14 @@ TABLES = {
 PHASE_TITLE = {"vote": "Votes", "revote": "Tie-break re-vote", "jury": "Jury vote"}
 
 
-def build_round(number: int, messages: list[dict], votes: list[dict], pairs: list[dict],
-                eliminations: list[dict], models: dict[str, str]) -> dict[str, Any]:
+def build_round(
+    number: int,
+    messages: list[dict],
+    votes: list[dict],
+    pairs: list[dict],
+    eliminations: list[dict],
+    models: dict[str, str],
+) -> dict[str, Any]:
     def label(seat: str | None) -> str:
         return f"{seat} ({models.get(seat or '', '?')})" if seat else "?"
 
@@ -33,40 +39,72 @@ def build_round(number: int, messages: list[dict], votes: list[dict], pairs: lis
         members = {pair["seat_a"], pair["seat_b"]}
         chat = [(i, m) for i, m in enumerate(private) if {m["seat"], m["target_seat"]} == members]
         paired.update(i for i, _ in chat)
-        conversations.append({
-            "title": f"{label(pair['seat_a'])} and {label(pair['seat_b'])}",
-            "messages": [{"seat": m["seat"], "target": m["target_seat"], "text": m["text"]}
-                         for _, m in sorted(chat, key=lambda im: im[1]["subround"])],
-        })
+        conversations.append(
+            {
+                "title": f"{label(pair['seat_a'])} and {label(pair['seat_b'])}",
+                "messages": [
+                    {"seat": m["seat"], "target": m["target_seat"], "text": m["text"]}
+                    for _, m in sorted(chat, key=lambda im: im[1]["subround"])
+                ],
+            }
+        )
     unpaired = [m for i, m in enumerate(private) if i not in paired]
     if unpaired:  # a log without pair records still shows its private messages
-        conversations.append({"title": "other private messages", "messages": [
-            {"seat": m["seat"], "target": m["target_seat"], "text": m["text"]} for m in unpaired]})
+        conversations.append(
+            {
+                "title": "other private messages",
+                "messages": [{"seat": m["seat"], "target": m["target_seat"], "text": m["text"]} for m in unpaired],
+            }
+        )
     blocks = []
     for phase, extra_kind in (("vote", None), ("revote", "tiebreak"), ("jury", "plea")):
         rows = [v for v in votes if v["phase"] == phase]
         said = [m for m in messages if m["kind"] == extra_kind] if extra_kind else []
         if not rows and not said:
             continue
-        blocks.append({
-            "title": PHASE_TITLE[phase] + (" (after tie-break statements)" if phase == "revote" else
-                                           " (after the finalists' pleas)" if phase == "jury" else ""),
-            "messages": [{"seat": m["seat"], "model": m["model"], "text": m["text"]}
-                         for m in sorted(said, key=lambda m: seat_order(m["seat"]))],
-            "rows": [{"voter": label(v["voter_seat"]), "target": label(v["target_seat"]), "valid": v["valid"],
-                      "reason": v["reason"] or ""} for v in sorted(rows, key=lambda v: seat_order(v["voter_seat"]))],
-        })
+        blocks.append(
+            {
+                "title": PHASE_TITLE[phase]
+                + (
+                    " (after tie-break statements)"
+                    if phase == "revote"
+                    else " (after the finalists' pleas)"
+                    if phase == "jury"
+                    else ""
+                ),
+                "messages": [
+                    {"seat": m["seat"], "model": m["model"], "text": m["text"]}
+                    for m in sorted(said, key=lambda m: seat_order(m["seat"]))
+                ],
+                "rows": [
+                    {
+                        "voter": label(v["voter_seat"]),
+                        "target": label(v["target_seat"]),
+                        "valid": v["valid"],
+                        "reason": v["reason"] or "",
+                    }
+                    for v in sorted(rows, key=lambda v: seat_order(v["voter_seat"]))
+                ],
+            }
+        )
     out = []
     for e in sorted(eliminations, key=lambda e: e["order"]):
-        flags = [name for name, on in (("jury", e["jury"]), ("tie-break", e["tie_break"]),
-                                       ("random pick", e["random_pick"])) if on]
+        flags = [
+            name
+            for name, on in (("jury", e["jury"]), ("tie-break", e["tie_break"]), ("random pick", e["random_pick"]))
+            if on
+        ]
         out.append({"seat": e["seat"], "model": e["model"] or "?", "flags": flags})
     jury = any(v["phase"] == "jury" for v in votes) or any(m["kind"] == "plea" for m in messages)
     return {
         "title": f"Round {number}" + (" · jury" if jury else ""),
-        "public": [{"seat": m["seat"], "model": m["model"], "text": m["text"], "cut": m["cut"]}
-                   for m in sorted(public, key=lambda m: (m["subround"], seat_order(m["seat"])))],
-        "private": conversations, "votes": blocks, "eliminated": out,
+        "public": [
+            {"seat": m["seat"], "model": m["model"], "text": m["text"], "cut": m["cut"]}
+            for m in sorted(public, key=lambda m: (m["subround"], seat_order(m["seat"])))
+        ],
+        "private": conversations,
+        "votes": blocks,
+        "eliminated": out,
     }
 
 
@@ -82,9 +120,15 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
         game = grouped["games"][game_id][0]
         models = {s["seat"]: s["model"] for s in grouped["seats"].get(game_id, [])}
         ranks = {r["seat"]: r for r in grouped["final_ranks"].get(game_id, [])}
-        seats = [{"seat": seat, "model": model, "rank": num(ranks.get(seat, {}).get("rank")),
-                  "points": num(ranks.get(seat, {}).get("points"), 3)}
-                 for seat, model in sorted(models.items(), key=lambda item: seat_order(item[0]))]
+        seats = [
+            {
+                "seat": seat,
+                "model": model,
+                "rank": num(ranks.get(seat, {}).get("rank")),
+                "points": num(ranks.get(seat, {}).get("points"), 3),
+            }
+            for seat, model in sorted(models.items(), key=lambda item: seat_order(item[0]))
+        ]
         per_round: dict[str, dict[int, list]] = {}
         for name in ("messages", "votes", "pairs", "eliminations"):
             split: dict[int, list] = defaultdict(list)
@@ -92,15 +136,26 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
                 split[row["round"]].append(row)
             per_round[name] = split
         numbers = sorted(set().union(*(set(split) for split in per_round.values())))
-        rounds = [build_round(n, per_round["messages"][n], per_round["votes"][n], per_round["pairs"][n],
-                              per_round["eliminations"][n], models) for n in numbers]
+        rounds = [
+            build_round(
+                n,
+                per_round["messages"][n],
+                per_round["votes"][n],
+                per_round["pairs"][n],
+                per_round["eliminations"][n],
+                models,
+            )
+            for n in numbers
+        ]
         winner = game["winner_model"] or "–"
-        pages.append(GamePage(
-            key=safe_key(game_id),
-            cells=[game_id, winner, ", ".join(sorted(set(models.values()))), str(game["rounds"])],
-            title=f"Elimination game {game_id}",
-            context={"seats": seats, "rounds": rounds},
-        ))
+        pages.append(
+            GamePage(
+                key=safe_key(game_id),
+                cells=[game_id, winner, ", ".join(sorted(set(models.values()))), str(game["rounds"])],
+                title=f"Elimination game {game_id}",
+                context={"seats": seats, "rounds": rounds},
+            )
+        )
     note = f"Replays of the first {len(shown)} of {len(game_ids)} games." if len(shown) < len(game_ids) else ""
     return ReplaySet(TEMPLATE, ["game", "winner", "models", "rounds"], "Games", pages, note)
 

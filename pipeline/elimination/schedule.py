@@ -53,8 +53,9 @@ def entry_spec(entry: RosterEntry) -> dict[str, Any]:
     return spec
 
 
-def game_content(seats: Sequence[str], replicate: int, params: EliminationParams,
-                 models: ModelsParams) -> dict[str, Any]:
+def game_content(
+    seats: Sequence[str], replicate: int, params: EliminationParams, models: ModelsParams
+) -> dict[str, Any]:
     return {
         "game": GAME_VERSION,
         "seats": [entry_spec(models.entry(name)) for name in seats],
@@ -89,8 +90,12 @@ def rotation_offsets(seats: int, rotations: int) -> list[int]:
     return [(r * seats) // rotations for r in range(rotations)]
 
 
-def build_schedule(params: EliminationParams, models: ModelsParams, source: str = "params/elimination.yaml",
-                   models_source: str = "params/models.yaml") -> list[ScheduledGame]:
+def build_schedule(
+    params: EliminationParams,
+    models: ModelsParams,
+    source: str = "params/elimination.yaml",
+    models_source: str = "params/models.yaml",
+) -> list[ScheduledGame]:
     params.check_roster(models, source, models_source)
     sched = params.schedule
     lineups = [list(lineup) for lineup in sched.lineups]
@@ -111,10 +116,12 @@ def build_schedule(params: EliminationParams, models: ModelsParams, source: str 
     return games
 
 
-def schedule_from_files(params_path: str | Path = "params/elimination.yaml",
-                        models_path: str | Path = "params/models.yaml") -> list[ScheduledGame]:
-    return build_schedule(load_elimination_params(params_path), load_models(models_path), str(params_path),
-                          str(models_path))
+def schedule_from_files(
+    params_path: str | Path = "params/elimination.yaml", models_path: str | Path = "params/models.yaml"
+) -> list[ScheduledGame]:
+    return build_schedule(
+        load_elimination_params(params_path), load_models(models_path), str(params_path), str(models_path)
+    )
 
 
 def uses_local_model(game: ScheduledGame) -> bool:
@@ -125,9 +132,16 @@ def uses_local_model(game: ScheduledGame) -> bool:
 def schedule_rows(games: Sequence[ScheduledGame]) -> list[dict[str, Any]]:
     """One row per (game, seat): the schedule table."""
     return [
-        {"game_id": g.game_id, "seat": f"P{i + 1}", "player": name, "replicate": g.replicate,
-         "lineup": g.lineup, "rotation": g.rotation}
-        for g in games for i, name in enumerate(g.seats)
+        {
+            "game_id": g.game_id,
+            "seat": f"P{i + 1}",
+            "player": name,
+            "replicate": g.replicate,
+            "lineup": g.lineup,
+            "rotation": g.rotation,
+        }
+        for g in games
+        for i, name in enumerate(g.seats)
     ]
 
 

@@ -25,5 +25,6 @@ def fetch_site(tag: str, workspace: Path, out: Path | None) -> Path:
     if done.returncode != 0:
         raise PublishError(
             f"the site of {tag} is neither in this machine's DVC cache nor on the DVC remote ({done.stderr.strip()[-600:]}); "
-            "whoever published it must `dvc push` (publish does when a remote is configured)")
+            "whoever published it must `dvc push` (publish does when a remote is configured)"
+        )
     return target / "index.html"

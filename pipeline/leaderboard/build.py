@@ -38,8 +38,7 @@ def dumps(obj: object) -> str:
 def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
     """One row per model, best first: the data of `dvc plots diff` (a flat table DVC can draw)."""
     columns = ["combined_rank", "model", "combined_score", "combined_score_lo", "combined_score_hi"]
-    rows = sorted((m for m in flat if "combined_score" in flat[m]),
-                  key=lambda m: (flat[m].get("combined_rank", 0), m))
+    rows = sorted((m for m in flat if "combined_score" in flat[m]), key=lambda m: (flat[m].get("combined_rank", 0), m))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
@@ -52,8 +51,10 @@ def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
 def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Built:
     started = time.perf_counter()
     benchmark_names = load_benchmark_results(results, params.benchmarks)
-    boards = [benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
-              for name, bench in benchmark_names.items()]
+    boards = [
+        benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
+        for name, bench in benchmark_names.items()
+    ]
     combined = combine(boards)
     benches = []
     if site:
@@ -65,14 +66,24 @@ def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, works
     inputs = {path: digest for bench in benchmark_names.values() for path, digest in bench.hashes.items()}
     stamp = Stamp(params.version, git_commit(workspace), inputs)
     flat = flat_leaderboard(boards, combined)
-    version = {**stamp.as_dict(), "benchmarks": [b.name for b in boards],
-               "interval_sources": {b.name: b.interval_source for b in boards}, "models": sorted(flat)}
+    version = {
+        **stamp.as_dict(),
+        "benchmarks": [b.name for b in boards],
+        "interval_sources": {b.name: b.interval_source for b in boards},
+        "models": sorted(flat),
+    }
     markdown = render_markdown(boards, combined, stamp)
     pages = 0
     if site:
-        pages = build_site(out / "site", benches, combined, stamp,
-                           {"leaderboard.json": dumps(flat), "leaderboard.md": markdown, "version.json": dumps(version)},
-                           params.site.games_per_page, load_releases(out))
+        pages = build_site(
+            out / "site",
+            benches,
+            combined,
+            stamp,
+            {"leaderboard.json": dumps(flat), "leaderboard.md": markdown, "version.json": dumps(version)},
+            params.site.games_per_page,
+            load_releases(out),
+        )
     write_json_atomic(out / "version.json", version)
     write_text_atomic(out / "leaderboard.md", markdown)
     write_json_atomic(out / "leaderboard.json", flat)

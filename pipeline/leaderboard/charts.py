@@ -15,9 +15,17 @@ FORMATS = ("html", "svg")  # the page shows the SVG, links the interactive HTML 
 
 def combined_frame(combined: dict[str, CombinedEntry]) -> pl.DataFrame:
     return pl.DataFrame(
-        [{"model": m, "score": e.score, "score_lo": e.score_lo, "score_hi": e.score_hi, "rank": e.rank}
-         for m, e in combined.items()],
-        schema={"model": pl.String, "score": pl.Float64, "score_lo": pl.Float64, "score_hi": pl.Float64, "rank": pl.Int64},
+        [
+            {"model": m, "score": e.score, "score_lo": e.score_lo, "score_hi": e.score_hi, "rank": e.rank}
+            for m, e in combined.items()
+        ],
+        schema={
+            "model": pl.String,
+            "score": pl.Float64,
+            "score_lo": pl.Float64,
+            "score_hi": pl.Float64,
+            "rank": pl.Int64,
+        },
     )
 
 
@@ -26,10 +34,27 @@ def board_frame(board: BenchmarkBoard) -> pl.DataFrame:
     rows = []
     for model, r in board.ratings.items():
         lo, hi = r.chart_interval or (r.mu, r.mu)
-        rows.append({"model": model, "mu": r.mu, "mu_lo": lo, "mu_hi": hi, "rank": r.rank,
-                     "interval": "bootstrap" if r.settled else "unsettled: mu ± z·sigma"})
-    return pl.DataFrame(rows, schema={"model": pl.String, "mu": pl.Float64, "mu_lo": pl.Float64,
-                                      "mu_hi": pl.Float64, "rank": pl.Int64, "interval": pl.String})
+        rows.append(
+            {
+                "model": model,
+                "mu": r.mu,
+                "mu_lo": lo,
+                "mu_hi": hi,
+                "rank": r.rank,
+                "interval": "bootstrap" if r.settled else "unsettled: mu ± z·sigma",
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "model": pl.String,
+            "mu": pl.Float64,
+            "mu_lo": pl.Float64,
+            "mu_hi": pl.Float64,
+            "rank": pl.Int64,
+            "interval": pl.String,
+        },
+    )
 
 
 def interval_chart(frame: pl.DataFrame, value: str, lo: str, hi: str, title: str, axis_title: str) -> alt.LayerChart:
@@ -38,8 +63,15 @@ def interval_chart(frame: pl.DataFrame, value: str, lo: str, hi: str, title: str
     rule = base.mark_rule(strokeWidth=2).encode(x=alt.X(f"{lo}:Q", title=axis_title), x2=f"{hi}:Q")
     extra = ["interval"] if "interval" in frame.columns else []
     point = base.mark_point(filled=True, size=70).encode(
-        x=f"{value}:Q", tooltip=["model", alt.Tooltip(f"{value}:Q", format=".2f"),
-                                 alt.Tooltip(f"{lo}:Q", format=".2f"), alt.Tooltip(f"{hi}:Q", format=".2f"), *extra])
+        x=f"{value}:Q",
+        tooltip=[
+            "model",
+            alt.Tooltip(f"{value}:Q", format=".2f"),
+            alt.Tooltip(f"{lo}:Q", format=".2f"),
+            alt.Tooltip(f"{hi}:Q", format=".2f"),
+            *extra,
+        ],
+    )
     return (rule + point).properties(title=title, width=420, height=max(60, 24 * frame.height))
 
 
@@ -47,15 +79,22 @@ def write_charts(folder: Path, boards: list[BenchmarkBoard], combined: dict[str,
     """Chart stems written under `folder`, keyed "combined" and by benchmark name."""
     written: dict[str, Path] = {}
     if combined:
-        chart = interval_chart(combined_frame(combined), "score", "score_lo", "score_hi",
-                               "Combined score with its interval", "mean percentile rank (100 = first)")
+        chart = interval_chart(
+            combined_frame(combined),
+            "score",
+            "score_lo",
+            "score_hi",
+            "Combined score with its interval",
+            "mean percentile rank (100 = first)",
+        )
         save_chart(chart, folder / "combined", FORMATS)
         written["combined"] = folder / "combined"
     for board in boards:
         if not board.ratings:
             continue
-        chart = interval_chart(board_frame(board), "mu", "mu_lo", "mu_hi",
-                               f"{board.name}: TrueSkill mu with its interval", "mu")
+        chart = interval_chart(
+            board_frame(board), "mu", "mu_lo", "mu_hi", f"{board.name}: TrueSkill mu with its interval", "mu"
+        )
         save_chart(chart, folder / board.name, FORMATS)
         written[board.name] = folder / board.name
     return written

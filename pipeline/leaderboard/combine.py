@@ -32,8 +32,10 @@ from pipeline.core.rating.multipass import evidence_text, interval_settled, resa
 DIGITS = 4
 
 #: The rule in words, for the tables' notes and verdicts.
-SETTLED_RULE = (f"a rank interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
-                f"over at least {MIN_SETTLED_GAMES} games per model")
+SETTLED_RULE = (
+    f"a rank interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples "
+    f"over at least {MIN_SETTLED_GAMES} games per model"
+)
 SETTLED_NEEDS = f"needs {MIN_SETTLED_GAMES}+ games per model and {MIN_SETTLED_RESAMPLES}+ resamples"
 
 
@@ -108,8 +110,10 @@ class BenchmarkBoard:
         unsettled = self.unsettled
         if not unsettled:
             return f"Rankings settled ({self.evidence()})."
-        return (f"Rankings not settled for {len(unsettled)} of {self.size} models ({self.evidence()}; "
-                f"{SETTLED_NEEDS}): their rank interval is the whole field.")
+        return (
+            f"Rankings not settled for {len(unsettled)} of {self.size} models ({self.evidence()}; "
+            f"{SETTLED_NEEDS}): their rank interval is the whole field."
+        )
 
 
 @dataclass
@@ -166,12 +170,15 @@ def overlapping(entries: dict[str, Any], model: str) -> list[str]:
     """Other models whose rank interval overlaps this model's."""
     own = entries[model]
     return [
-        name for name, other in entries.items()
+        name
+        for name, other in entries.items()
         if name != model and other.rank_lo <= own.rank_hi and own.rank_lo <= other.rank_hi
     ]
 
 
-def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys: list[str], z: float) -> BenchmarkBoard:
+def benchmark_board(
+    name: str, metrics: dict[str, dict[str, Any]], headline_keys: list[str], z: float
+) -> BenchmarkBoard:
     """Ratings of one benchmark from its metrics.json (the contract's trueskill_* keys, or older ones)."""
     ratings: dict[str, Rating] = {}
     given_ranks: dict[str, tuple[int, int, int]] = {}
@@ -184,9 +191,10 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
         hi = _number(row.get("trueskill_mu_hi", row.get("mu_hi")))
         games = _count(row.get("trueskill_games", row.get("games")))
         ratings[model] = Rating(model, mu, sigma, lo, hi, games=games, resamples=_count(row.get("trueskill_resamples")))
-        ranks = [row.get(k) for k in ("trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi")]
-        if all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
-            given_ranks[model] = (ranks[0], ranks[1], ranks[2])
+        given = [row.get(k) for k in ("trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi")]
+        whole = [r for r in given if isinstance(r, int) and not isinstance(r, bool)]
+        if len(whole) == len(given):
+            given_ranks[model] = (whole[0], whole[1], whole[2])
     n = len(ratings)
     if ratings and len(given_ranks) == len(ratings):
         source = "bootstrap ranks"
@@ -196,14 +204,14 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
             rating.rank = rank
             rating.rank_lo, rating.rank_hi = settled_rank_interval(rank, lo, hi, n, rating.settled)
     else:
-        ranks = competition_ranks({m: r.mu for m, r in ratings.items()})
+        point_ranks = competition_ranks({m: r.mu for m, r in ratings.items()})
         bootstrap = all(r.mu_lo is not None and r.mu_hi is not None for r in ratings.values())
         if bootstrap:
             source = "bootstrap ratings"
             intervals = {m: (r.mu_lo, r.mu_hi) for m, r in ratings.items()}
         elif all(r.sigma is not None for r in ratings.values()):
             source = "mu ± z·sigma"
-            intervals = {m: (r.mu - z * r.sigma, r.mu + z * r.sigma) for m, r in ratings.items()}
+            intervals = {m: (r.mu - z * r.sigma, r.mu + z * r.sigma) for m, r in ratings.items() if r.sigma is not None}
         else:
             source = "none"
             intervals = {m: (r.mu, r.mu) for m, r in ratings.items()}
@@ -215,13 +223,16 @@ def benchmark_board(name: str, metrics: dict[str, dict[str, Any]], headline_keys
         bounds = interval_ranks(honest)  # type: ignore[arg-type]
         for model, rating in ratings.items():
             rating.interval = intervals[model]  # type: ignore[assignment]
-            rating.rank = ranks[model]
+            rating.rank = point_ranks[model]
             # the point rank lies inside its interval even when a bootstrap interval excludes mu
             rating.rank_lo, rating.rank_hi = settled_rank_interval(
-                rating.rank, bounds[model][0], bounds[model][1], n, rating.settled)
+                rating.rank, bounds[model][0], bounds[model][1], n, rating.settled
+            )
     for rating in ratings.values():
         rating.interval_source = source
-        bootstrap_interval = (rating.mu_lo, rating.mu_hi) if rating.mu_lo is not None and rating.mu_hi is not None else None
+        bootstrap_interval = (
+            (rating.mu_lo, rating.mu_hi) if rating.mu_lo is not None and rating.mu_hi is not None else None
+        )
         own = (rating.mu - z * rating.sigma, rating.mu + z * rating.sigma) if rating.sigma is not None else None
         if rating.settled:
             rating.chart_interval = bootstrap_interval or rating.interval
@@ -272,25 +283,35 @@ def _round(value: float | int | None) -> float | int | None:
     return value if value is None or isinstance(value, int) else round(value, DIGITS)
 
 
-def flat_leaderboard(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]) -> dict[str, dict[str, float | int]]:
+def flat_leaderboard(
+    boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]
+) -> dict[str, dict[str, float | int]]:
     """`{model: {metric: number}}` with stable keys; a key absent means undefined for that model."""
-    out: dict[str, dict[str, float | int]] = {}
+    out: dict[str, dict[str, float | int | None]] = {}  # None: undefined, left out below
     for model, entry in combined.items():
-        out.setdefault(model, {}).update({
-            "combined_score": _round(entry.score), "combined_score_lo": _round(entry.score_lo),
-            "combined_score_hi": _round(entry.score_hi), "combined_rank": entry.rank,
-            "combined_rank_lo": entry.rank_lo, "combined_rank_hi": entry.rank_hi,
-            "combined_benchmarks": entry.benchmarks,
-            "combined_not_separable": len(overlapping(combined, model)),
-            "combined_settled": int(entry.settled),
-        })
+        out.setdefault(model, {}).update(
+            {
+                "combined_score": _round(entry.score),
+                "combined_score_lo": _round(entry.score_lo),
+                "combined_score_hi": _round(entry.score_hi),
+                "combined_rank": entry.rank,
+                "combined_rank_lo": entry.rank_lo,
+                "combined_rank_hi": entry.rank_hi,
+                "combined_benchmarks": entry.benchmarks,
+                "combined_not_separable": len(overlapping(combined, model)),
+                "combined_settled": int(entry.settled),
+            }
+        )
     for board in boards:
         prefix = board.name
         for model, rating in board.ratings.items():
             row = out.setdefault(model, {})
             row[f"{prefix}_trueskill_mu"] = _round(rating.mu)
-            for key, value in (("trueskill_sigma", rating.sigma), ("trueskill_mu_lo", rating.mu_lo),
-                               ("trueskill_mu_hi", rating.mu_hi)):
+            for key, value in (
+                ("trueskill_sigma", rating.sigma),
+                ("trueskill_mu_lo", rating.mu_lo),
+                ("trueskill_mu_hi", rating.mu_hi),
+            ):
                 if value is not None:
                     row[f"{prefix}_{key}"] = _round(value)
             row[f"{prefix}_rank"] = rating.rank
@@ -317,11 +338,15 @@ def leaderboard_note(boards: list[BenchmarkBoard]) -> str:
         return ""
     short = [b for b in rated if b.unsettled]
     if not short:
-        return (f"Rankings settled: every benchmark rating rests on a bootstrap of at least {MIN_SETTLED_RESAMPLES} "
-                f"resamples over at least {MIN_SETTLED_GAMES} games per model.")
+        return (
+            f"Rankings settled: every benchmark rating rests on a bootstrap of at least {MIN_SETTLED_RESAMPLES} "
+            f"resamples over at least {MIN_SETTLED_GAMES} games per model."
+        )
     where = "; ".join(f"{b.name} ({len(b.unsettled)} of {b.size} models; {b.evidence()})" for b in short)
-    return (f"Rankings not settled: {SETTLED_RULE}. Short of that: {where}. Rows marked \"unsettled\" take "
-            "the whole field as their rank interval: their games do not order them.")
+    return (
+        f'Rankings not settled: {SETTLED_RULE}. Short of that: {where}. Rows marked "unsettled" take '
+        "the whole field as their rank interval: their games do not order them."
+    )
 
 
 def mu_text(rating: Rating, digits: int = 2) -> str:
@@ -339,8 +364,9 @@ def rank_text(rank: int, lo: int, hi: int, settled: bool = True) -> str:
     return text if settled else f"{text} unsettled"
 
 
-def separation(a_settled: bool, b_settled: bool, a_interval: tuple[int, int], b_interval: tuple[int, int],
-               evidence: str) -> str:
+def separation(
+    a_settled: bool, b_settled: bool, a_interval: tuple[int, int], b_interval: tuple[int, int], evidence: str
+) -> str:
     """The verdict on two models' rank intervals, with the evidence it rests on: "separable" only
     when both are settled and their intervals do not overlap."""
     if not (a_settled and b_settled):

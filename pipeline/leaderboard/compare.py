@@ -38,8 +38,7 @@ def rating_cell(r: Rating | None) -> str:
 
 def head_to_head(per_game: pl.DataFrame, a: str, b: str, better: str) -> tuple[int, int, int, int]:
     """(shared games, a ahead, b ahead, even) from one value per (game, model); `better` = 'low'|'high'."""
-    wide = (per_game.filter(pl.col("model").is_in([a, b]))
-            .pivot(on="model", index="game_id", values="value"))
+    wide = per_game.filter(pl.col("model").is_in([a, b])).pivot(on="model", index="game_id", values="value")
     if a not in wide.columns or b not in wide.columns:
         return 0, 0, 0, 0
     wide = wide.drop_nulls([a, b])
@@ -53,7 +52,9 @@ def elimination_h2h(bench: BenchmarkResults, a: str, b: str) -> tuple[int, int, 
     if ranks is None:
         return None
     # a model with several seats in a game counts by its best-placed seat
-    best = ranks.drop_nulls("rank").group_by("game_id", "model").agg(pl.col("rank").min().cast(pl.Float64).alias("value"))
+    best = (
+        ranks.drop_nulls("rank").group_by("game_id", "model").agg(pl.col("rank").min().cast(pl.Float64).alias("value"))
+    )
     return head_to_head(best, a, b, "low")
 
 
@@ -69,8 +70,9 @@ def skate_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[o
     pc = bench.table("pcorrect.parquet", ["question_id", "setter", "answerer", "p_correct"])
     if pc is None:
         return []
-    wide = (pc.filter(pl.col("answerer").is_in([a, b]))
-            .pivot(on="answerer", index=["question_id", "setter"], values="p_correct", aggregate_function="mean"))
+    wide = pc.filter(pl.col("answerer").is_in([a, b])).pivot(
+        on="answerer", index=["question_id", "setter"], values="p_correct", aggregate_function="mean"
+    )
     if a not in wide.columns or b not in wide.columns:
         return []
     wide = wide.drop_nulls([a, b]).with_columns((pl.col(a) - pl.col(b)).alias("gap"))
@@ -80,8 +82,10 @@ def skate_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[o
     else:
         wide = wide.with_columns(pl.lit("").alias("description"))
     wide = wide.sort([pl.col("gap").abs(), pl.col("question_id")], descending=[True, False]).head(top)
-    return [[r["question_id"], r["setter"], (r["description"] or "")[:80], f"{r[a]:.3f}", f"{r[b]:.3f}",
-             f"{r['gap']:+.3f}"] for r in wide.iter_rows(named=True)]
+    return [
+        [r["question_id"], r["setter"], (r["description"] or "")[:80], f"{r[a]:.3f}", f"{r[b]:.3f}", f"{r['gap']:+.3f}"]
+        for r in wide.iter_rows(named=True)
+    ]
 
 
 def xent_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[object]]:
@@ -89,12 +93,19 @@ def xent_gaps(bench: BenchmarkResults, a: str, b: str, top: int) -> list[list[ob
     if scores is None:
         return []
     wide = scores.filter(pl.col("model").is_in([a, b])).pivot(
-        on="model", index=["game", "map_id"], values="map_score", aggregate_function="mean")
+        on="model", index=["game", "map_id"], values="map_score", aggregate_function="mean"
+    )
     if a not in wide.columns or b not in wide.columns:
         return []
-    wide = (wide.drop_nulls([a, b]).with_columns((pl.col(a) - pl.col(b)).alias("gap"))
-            .sort([pl.col("gap").abs(), pl.col("game"), pl.col("map_id")], descending=[True, False, False]).head(top))
-    return [[r["game"], r["map_id"], f"{r[a]:.2f}", f"{r[b]:.2f}", f"{r['gap']:+.2f}"] for r in wide.iter_rows(named=True)]
+    wide = (
+        wide.drop_nulls([a, b])
+        .with_columns((pl.col(a) - pl.col(b)).alias("gap"))
+        .sort([pl.col("gap").abs(), pl.col("game"), pl.col("map_id")], descending=[True, False, False])
+        .head(top)
+    )
+    return [
+        [r["game"], r["map_id"], f"{r[a]:.2f}", f"{r[b]:.2f}", f"{r['gap']:+.2f}"] for r in wide.iter_rows(named=True)
+    ]
 
 
 def models_seen(boards: list[BenchmarkBoard]) -> set[str]:
@@ -103,26 +114,41 @@ def models_seen(boards: list[BenchmarkBoard]) -> set[str]:
 
 def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> Report:
     benches = load_benchmark_results(results, params.benchmarks)
-    boards = [benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
-              for name, bench in benches.items()]
+    boards = [
+        benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
+        for name, bench in benches.items()
+    ]
     known = models_seen(boards)
     missing = [m for m in (a, b) if m not in known]
     if missing:
-        raise LookupError(f"no results for {', '.join(map(repr, missing))}; models with results: "
-                          f"{', '.join(sorted(known)) or '(none)'}")
+        raise LookupError(
+            f"no results for {', '.join(map(repr, missing))}; models with results: "
+            f"{', '.join(sorted(known)) or '(none)'}"
+        )
     report = Report(f"{a} vs {b}")
     report.heading("Ratings per benchmark")
-    report.paragraph("mu [95% interval], rank (95% interval); delta = A - B. Two models are separable when "
-                     "both rank intervals are settled and do not overlap; not separable when settled intervals "
-                     f"overlap; otherwise there are not enough games to tell ({SETTLED_RULE}; an unsettled rank "
-                     "interval is the whole field). Each verdict names the games per model and the resamples.")
+    report.paragraph(
+        "mu [95% interval], rank (95% interval); delta = A - B. Two models are separable when "
+        "both rank intervals are settled and do not overlap; not separable when settled intervals "
+        f"overlap; otherwise there are not enough games to tell ({SETTLED_RULE}; an unsettled rank "
+        "interval is the whole field). Each verdict names the games per model and the resamples."
+    )
     rows: list[list[object]] = []
     combined = combine(boards)
     if a in combined and b in combined:
         ca, cb = combined[a], combined[b]
-        rows.append(["combined", *(f"{c.score:.1f} [{c.score_lo:.1f}, {c.score_hi:.1f}], "
-                                   f"rank {rank_text(c.rank, c.rank_lo, c.rank_hi, c.settled)}" for c in (ca, cb)),
-                     f"{ca.score - cb.score:+.1f}", combined_separation(ca, cb)])
+        rows.append(
+            [
+                "combined",
+                *(
+                    f"{c.score:.1f} [{c.score_lo:.1f}, {c.score_hi:.1f}], "
+                    f"rank {rank_text(c.rank, c.rank_lo, c.rank_hi, c.settled)}"
+                    for c in (ca, cb)
+                ),
+                f"{ca.score - cb.score:+.1f}",
+                combined_separation(ca, cb),
+            ]
+        )
     for board in boards:
         ra, rb = board.ratings.get(a), board.ratings.get(b)
         if ra is None and rb is None:
@@ -142,13 +168,18 @@ def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> 
 
     if "skate" in benches:
         report.heading("SKATE questions where p(correct) differs most")
-        report.table(["question", "setter", "question text", f"p {a}", f"p {b}", "gap"],
-                     skate_gaps(benches["skate"], a, b, params.compare.top_questions),
-                     empty="(no question answered by both)")
+        report.table(
+            ["question", "setter", "question text", f"p {a}", f"p {b}", "gap"],
+            skate_gaps(benches["skate"], a, b, params.compare.top_questions),
+            empty="(no question answered by both)",
+        )
     if "xent" in benches:
         report.heading("xent maps with the largest gaps")
-        report.table(["game", "map", f"{a} (bits)", f"{b} (bits)", "gap"],
-                     xent_gaps(benches["xent"], a, b, params.compare.top_maps), empty="(no map played by both)")
+        report.table(
+            ["game", "map", f"{a} (bits)", f"{b} (bits)", "gap"],
+            xent_gaps(benches["xent"], a, b, params.compare.top_maps),
+            empty="(no map played by both)",
+        )
     return report
 
 
@@ -163,5 +194,3 @@ def run_compare(args: argparse.Namespace) -> int:
         write_text_atomic(args.html, report.html())
     print(report.markdown())
     return 0
-
-

@@ -15,12 +15,8 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
 
 
 class SiteParams(StrictParams):
-    games_per_page: int = Field(
-        100, ge=1, le=5000, description="games listed per page of a benchmark's game list"
-    )
-    max_games: int = Field(
-        0, ge=0, description="replay pages per benchmark (0: every game); the list links only these"
-    )
+    games_per_page: int = Field(100, ge=1, le=5000, description="games listed per page of a benchmark's game list")
+    max_games: int = Field(0, ge=0, description="replay pages per benchmark (0: every game); the list links only these")
 
 
 class CompareParams(StrictParams):
@@ -29,9 +25,7 @@ class CompareParams(StrictParams):
 
 
 class LeaderboardParams(StrictParams):
-    version: str = Field(
-        description='the leaderboard version "MAJOR.MINOR" as a quoted string, e.g. "1.0"'
-    )
+    version: str = Field(description='the leaderboard version "MAJOR.MINOR" as a quoted string, e.g. "1.0"')
     benchmarks: list[str] = Field(
         default_factory=benchmark_names,
         description="benchmarks combined, among the registered ones (all by default); a missing one is skipped",
@@ -42,7 +36,8 @@ class LeaderboardParams(StrictParams):
         "replaces the benchmark's own headline (its benchmark.py)",
     )
     interval_z: float = Field(
-        1.96, gt=0,
+        1.96,
+        gt=0,
         description="width in sigmas of a rating interval when a benchmark gives no bootstrap interval",
     )
     site: SiteParams = Field(default_factory=SiteParams, description="the static site")

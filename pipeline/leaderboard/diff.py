@@ -48,8 +48,9 @@ def read_file(root: Path, rev: str | None, path: str) -> str | None:
     done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
     if done.returncode == 0:
         return done.stdout
-    check = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=root,
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=root, capture_output=True, text=True
+    )
     if check.returncode != 0:
         raise DiffError(f"unknown git revision {rev!r}")
     return None
@@ -106,11 +107,18 @@ def compute_diff(a: Version, b: Version) -> dict[str, Any]:
             if ra is None and rb is None and va is None and vb is None:
                 continue
             delta = round(vb - va, 4) if isinstance(va, (int, float)) and isinstance(vb, (int, float)) else None
-            significant = (ra is not None and rb is not None and not ra[1] <= rb[0] <= ra[2]
-                           and not rb[1] <= ra[0] <= rb[2])
-            changes[name] = {"rating_a": va, "rating_b": vb, "delta": delta,
-                             "rank_a": ra and list(ra), "rank_b": rb and list(rb), "beyond_intervals": significant}
-            if significant:
+            significant = (
+                ra is not None and rb is not None and not ra[1] <= rb[0] <= ra[2] and not rb[1] <= ra[0] <= rb[2]
+            )
+            changes[name] = {
+                "rating_a": va,
+                "rating_b": vb,
+                "delta": delta,
+                "rank_a": ra and list(ra),
+                "rank_b": rb and list(rb),
+                "beyond_intervals": significant,
+            }
+            if significant and ra is not None and rb is not None:  # significant needs both ranks
                 beyond.append({"model": model, "ranking": name, "rank_a": list(ra), "rank_b": list(rb)})
         models[model] = changes
     major = [str(v.stamp.get("leaderboard_version", "?")).split(".")[0] for v in (a, b)]
@@ -138,30 +146,47 @@ def diff_report(diff: dict[str, Any]) -> Report:
     a, b = diff["a"], diff["b"]
     report = Report(f"Leaderboard diff: {a['rev']} → {b['rev']}")
     for side in (a, b):
-        report.paragraph(f"{side['rev']}: leaderboard v{side['leaderboard_version']} · commit "
-                         f"{side['git_commit']} · inputs {side['inputs_id']}")
+        report.paragraph(
+            f"{side['rev']}: leaderboard v{side['leaderboard_version']} · commit "
+            f"{side['git_commit']} · inputs {side['inputs_id']}"
+        )
     if not diff["comparable"]:
-        report.paragraph("WARNING: the major versions differ (rules, prompts or scoring changed): "
-                         "ratings are not comparable across them.")
+        report.paragraph(
+            "WARNING: the major versions differ (rules, prompts or scoring changed): "
+            "ratings are not comparable across them."
+        )
     report.heading("Entered")
     report.table(["model", "combined rank"], [[e["model"], e["combined_rank"] or "–"] for e in diff["entered"]])
     report.heading("Left")
     report.table(["model", "combined rank"], [[e["model"], e["combined_rank"] or "–"] for e in diff["left"]])
     report.heading("Rank changes beyond the intervals")
-    report.table(["ranking", "model", f"rank at {a['rev']}", f"rank at {b['rev']}"],
-                 [[c["ranking"], c["model"], fmt_rank(tuple(c["rank_a"])), fmt_rank(tuple(c["rank_b"]))]
-                  for c in diff["rank_changes_beyond_intervals"]],
-                 empty="(none: every rank stayed within the other version's interval)")
+    report.table(
+        ["ranking", "model", f"rank at {a['rev']}", f"rank at {b['rev']}"],
+        [
+            [c["ranking"], c["model"], fmt_rank(tuple(c["rank_a"])), fmt_rank(tuple(c["rank_b"]))]
+            for c in diff["rank_changes_beyond_intervals"]
+        ],
+        empty="(none: every rank stayed within the other version's interval)",
+    )
     report.heading("Model by model")
-    report.paragraph("rating: combined score, else the benchmark's TrueSkill mu; old → new (delta); "
-                     "rank old → new with 95% intervals; * = beyond the intervals.")
+    report.paragraph(
+        "rating: combined score, else the benchmark's TrueSkill mu; old → new (delta); "
+        "rank old → new with 95% intervals; * = beyond the intervals."
+    )
     rows = []
     for model, changes in diff["models"].items():
         for name, c in changes.items():
             ra = fmt_rank(tuple(c["rank_a"]) if c["rank_a"] else None)
             rb = fmt_rank(tuple(c["rank_b"]) if c["rank_b"] else None)
-            rows.append([model, name, f"{fmt_value(c['rating_a'])} → {fmt_value(c['rating_b'])}", signed(c["delta"]),
-                         f"{ra} → {rb}" + (" *" if c["beyond_intervals"] else "")])
+            rows.append(
+                [
+                    model,
+                    name,
+                    f"{fmt_value(c['rating_a'])} → {fmt_value(c['rating_b'])}",
+                    signed(c["delta"]),
+                    f"{ra} → {rb}" + (" *" if c["beyond_intervals"] else ""),
+                ]
+            )
     report.table(["model", "ranking", "rating", "delta", "rank"], rows)
     return report
 

@@ -64,23 +64,35 @@ def render_markdown(boards: list[BenchmarkBoard], combined: dict[str, CombinedEn
             per_bench = []
             for board in boards:
                 rating = board.ratings.get(model)
-                per_bench.append("–" if rating is None else
-                                 rank_text(rating.rank, rating.rank_lo, rating.rank_hi, rating.settled))
-            rows.append([
-                rank_text(entry.rank, entry.rank_lo, entry.rank_hi, entry.settled), model,
-                f"{entry.score:.1f} [{entry.score_lo:.1f}, {entry.score_hi:.1f}]", entry.benchmarks,
-                *per_bench, ", ".join(overlapping(combined, model)) or "–",
-            ])
+                per_bench.append(
+                    "–" if rating is None else rank_text(rating.rank, rating.rank_lo, rating.rank_hi, rating.settled)
+                )
+            rows.append(
+                [
+                    rank_text(entry.rank, entry.rank_lo, entry.rank_hi, entry.settled),
+                    model,
+                    f"{entry.score:.1f} [{entry.score_lo:.1f}, {entry.score_hi:.1f}]",
+                    entry.benchmarks,
+                    *per_bench,
+                    ", ".join(overlapping(combined, model)) or "–",
+                ]
+            )
         lines += table(["rank", "model", "score [lo, hi]", "benchmarks", *names, "not separable from"], rows)
         lines.append("")
     for board in boards:
         lines += [f"## {board.name}", "", f"Rank intervals: {board.interval_source}. {board.settled_note()}", ""]
         rows = []
         for model, r in board.ratings.items():
-            rows.append([
-                rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled), model, mu_text(r), fmt(r.sigma),
-                "?" if r.games is None else r.games, ", ".join(board.not_separable(model)) or "–",
-            ])
+            rows.append(
+                [
+                    rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled),
+                    model,
+                    mu_text(r),
+                    fmt(r.sigma),
+                    "?" if r.games is None else r.games,
+                    ", ".join(board.not_separable(model)) or "–",
+                ]
+            )
         lines += table(["rank", "model", "mu [lo, hi]", "sigma", "games", "not separable from"], rows)
         lines.append("")
     lines += [HOW_TO_READ, f"Inputs: {len(stamp.inputs)} files, listed with their hashes in version.json.", ""]

@@ -61,8 +61,14 @@ def params_changes(repo: Repo, since: str, params_dir: str) -> list[dict[str, st
             if PurePosixPath(path).name == "leaderboard.yaml" and field == "version":
                 continue  # the version bump has its own line
             if before.get(field) != after.get(field):
-                changes.append({"file": path, "field": field, "old": short_value(before.get(field)),
-                                "new": short_value(after.get(field))})
+                changes.append(
+                    {
+                        "file": path,
+                        "field": field,
+                        "old": short_value(before.get(field)),
+                        "new": short_value(after.get(field)),
+                    }
+                )
     return changes
 
 
@@ -76,28 +82,44 @@ def code_changes(repo: Repo, since: str) -> dict[str, int]:
     return dict(sorted(parts.items()))
 
 
-def release_record(repo: Repo, previous: Version | None, current: Version, params_dir: str,
-                   benchmarks: list[str]) -> dict[str, Any]:
+def release_record(
+    repo: Repo, previous: Version | None, current: Version, params_dir: str, benchmarks: list[str]
+) -> dict[str, Any]:
     """The record of the version being published (`current`) against the previous tag's."""
     version = str(current.stamp["leaderboard_version"])
     previous_version = str(previous.stamp.get("leaderboard_version")) if previous is not None else None
     kind = bump_kind(previous_version, version)
     record: dict[str, Any] = {
-        "version": version, "tag": tag_name(version), "built_from": current.stamp.get("git_commit"),
-        "inputs_id": current.stamp.get("inputs_id"), "models": len(current.board), "benchmarks": benchmarks,
-        "previous": previous.label if previous is not None else None, "previous_version": previous_version,
-        "bump": kind, "comparable": kind != "major", "models_added": [], "models_removed": [],
-        "rank_changes": [], "benchmarks_added": [], "benchmarks_removed": [], "params_changed": [],
-        "code_changed": {}, "warnings": [],
+        "version": version,
+        "tag": tag_name(version),
+        "built_from": current.stamp.get("git_commit"),
+        "inputs_id": current.stamp.get("inputs_id"),
+        "models": len(current.board),
+        "benchmarks": benchmarks,
+        "previous": previous.label if previous is not None else None,
+        "previous_version": previous_version,
+        "bump": kind,
+        "comparable": kind != "major",
+        "models_added": [],
+        "models_removed": [],
+        "rank_changes": [],
+        "benchmarks_added": [],
+        "benchmarks_removed": [],
+        "params_changed": [],
+        "code_changed": {},
+        "warnings": [],
     }
     if previous is None:
         return record
     diff = compute_diff(previous, current)
     before = [str(b) for b in previous.stamp.get("benchmarks", [])]
     record.update(
-        models_added=diff["entered"], models_removed=diff["left"],
-        rank_changes=[{**c, "rank_a": fmt_rank(tuple(c["rank_a"])), "rank_b": fmt_rank(tuple(c["rank_b"]))}
-                      for c in diff["rank_changes_beyond_intervals"]],
+        models_added=diff["entered"],
+        models_removed=diff["left"],
+        rank_changes=[
+            {**c, "rank_a": fmt_rank(tuple(c["rank_a"])), "rank_b": fmt_rank(tuple(c["rank_b"]))}
+            for c in diff["rank_changes_beyond_intervals"]
+        ],
         benchmarks_added=sorted(set(benchmarks) - set(before)),
         benchmarks_removed=sorted(set(before) - set(benchmarks)),
         params_changed=params_changes(repo, previous.label, params_dir),
@@ -109,7 +131,8 @@ def release_record(repo: Repo, previous: Version | None, current: Version, param
             record["warnings"].append(
                 f"code changed since {previous.label} in {', '.join(ruled)}: if a game's rules, prompts or "
                 "scoring changed, this should be a MAJOR version (publish --bump major): ratings across "
-                "such a change are not comparable")
+                "such a change are not comparable"
+            )
     return record
 
 
@@ -118,8 +141,10 @@ def bump_sentence(record: dict[str, Any]) -> str:
         return "First published version."
     previous = f"v{record['previous_version']}"
     if record["bump"] == "major":
-        return (f"MAJOR version after {previous}: rules, prompts or scoring changed; ratings are not "
-                f"comparable with {previous}.")
+        return (
+            f"MAJOR version after {previous}: rules, prompts or scoring changed; ratings are not "
+            f"comparable with {previous}."
+        )
     return f"Minor version after {previous}: same rules, more games or models; ratings comparable with {previous}."
 
 
@@ -130,10 +155,12 @@ def named(items: list[dict[str, Any]]) -> str:
 def record_lines(record: dict[str, Any]) -> list[str]:
     """The bullet lines of one release (Markdown; the site escapes and shows the same text)."""
     commit = str(record.get("built_from") or "no git")
-    lines = [f"Built from commit {commit[:12]}{'+dirty' if commit.endswith('+dirty') else ''} · "
-             f"{record['models']} models over {len(record['benchmarks'])} benchmarks "
-             f"({', '.join(record['benchmarks']) or 'none'}) · inputs {record.get('inputs_id')}.",
-             bump_sentence(record)]
+    lines = [
+        f"Built from commit {commit[:12]}{'+dirty' if commit.endswith('+dirty') else ''} · "
+        f"{record['models']} models over {len(record['benchmarks'])} benchmarks "
+        f"({', '.join(record['benchmarks']) or 'none'}) · inputs {record.get('inputs_id')}.",
+        bump_sentence(record),
+    ]
     if record["bump"] == "first":
         return lines
     lines.append(f"- Models added: {named(record['models_added'])}")
@@ -141,8 +168,10 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     changes = "; ".join(f"{c['ranking']}: {c['model']} {c['rank_a']} → {c['rank_b']}" for c in record["rank_changes"])
     lines.append(f"- Rank changes beyond the intervals: {changes or 'none'}")
     if record["benchmarks_added"] or record["benchmarks_removed"]:
-        lines.append(f"- Benchmarks added: {', '.join(record['benchmarks_added']) or 'none'}; removed: "
-                     f"{', '.join(record['benchmarks_removed']) or 'none'}")
+        lines.append(
+            f"- Benchmarks added: {', '.join(record['benchmarks_added']) or 'none'}; removed: "
+            f"{', '.join(record['benchmarks_removed']) or 'none'}"
+        )
     params = [f"{c['file']} `{c['field']}`: {c['old']} → {c['new']}" for c in record["params_changed"]]
     lines.append(f"- Params changed: {'; '.join(params) if params else 'none'}")
     code = ", ".join(f"{part} ({n} file{'s' if n != 1 else ''})" for part, n in record["code_changed"].items())
@@ -152,9 +181,13 @@ def record_lines(record: dict[str, Any]) -> list[str]:
 
 
 def render_changelog(records: list[dict[str, Any]]) -> str:
-    lines = ["# Release notes", "",
-             "Every published leaderboard version, newest first. `python -m pipeline publish` writes this "
-             "file from `releases.json`; get a version with `git clone --branch TAG URL`, then `dvc pull`.", ""]
+    lines = [
+        "# Release notes",
+        "",
+        "Every published leaderboard version, newest first. `python -m pipeline publish` writes this "
+        "file from `releases.json`; get a version with `git clone --branch TAG URL`, then `dvc pull`.",
+        "",
+    ]
     for record in records:
         lines += [f"## v{record['version']} · {record['tag']}", "", *record_lines(record), ""]
     if not records:

@@ -36,8 +36,18 @@ from pipeline.leaderboard.vcs import TAG_PREFIX, PublishError, Repo, open_repo, 
 
 LEADERBOARD_STAGE = "leaderboard"
 # fields of a DVC remote that hold credentials: they belong in .dvc/config.local, which git ignores
-CREDENTIAL_FIELDS = ("access_key_id", "secret_access_key", "session_token", "password", "account_key",
-                     "sas_token", "connection_string", "client_secret", "gdrive_client_secret", "key_secret")
+CREDENTIAL_FIELDS = (
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "password",
+    "account_key",
+    "sas_token",
+    "connection_string",
+    "client_secret",
+    "gdrive_client_secret",
+    "key_secret",
+)
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 MIN_SECRET_CHARS = 8
 VERSION_LINE = re.compile(r"^version:\s*[\"']?[0-9.]+[\"']?", re.MULTILINE)
@@ -82,7 +92,8 @@ def check_clean(repo: Repo) -> None:
         raise PublishError(
             "publish needs a clean tree: a published version must rebuild from its commit, and these files "
             f"have uncommitted changes:\n  {listed}\nCommit them (git add ...; git commit), or stash them, "
-            "then run publish again. results/ and dvc.lock are publish's to commit.")
+            "then run publish again. results/ and dvc.lock are publish's to commit."
+        )
 
 
 def check_dvc_config(repo: Repo) -> None:
@@ -94,7 +105,8 @@ def check_dvc_config(repo: Repo) -> None:
         raise PublishError(
             f".dvc/config (tracked by git) holds credentials ({', '.join(found)}): git would share them. Move "
             "them to .dvc/config.local, which git ignores: dvc remote modify --local REMOTE FIELD VALUE, "
-            "then delete them from .dvc/config and commit")
+            "then delete them from .dvc/config and commit"
+        )
 
 
 def stage_names(root: Path, lock: bool) -> list[str]:
@@ -115,13 +127,15 @@ def check_results_current(repo: Repo) -> None:
         raise PublishError(
             f"results of {', '.join(unrecorded)} exist but DVC has no record of them (dvc.lock), so a "
             f"collaborator could not pull them: run `dvc commit {' '.join(unrecorded)}` if they are this "
-            f"commit's results, else `dvc repro {' '.join(unrecorded)}`")
+            f"commit's results, else `dvc repro {' '.join(unrecorded)}`"
+        )
     stale = repo.dvc_stale_stages([s for s in stages if s in recorded])
     if stale:
         listed = "\n  ".join(f"{stage}: {what}" for stage, what in stale.items())
         raise PublishError(
             f"results are not those of this commit's code and params:\n  {listed}\nRun `dvc repro` (see what "
-            "it will call and cost first: python -m pipeline plan), then publish")
+            "it will call and cost first: python -m pipeline plan), then publish"
+        )
 
 
 def secret_values(extra_names: list[str]) -> dict[str, str]:
@@ -144,7 +158,8 @@ def scan_for_secrets(paths: list[Path], secrets: dict[str, str], root: Path) -> 
                     raise PublishError(
                         f"{path.relative_to(root)} contains the value of ${name}: publishing would share a key. "
                         "Nothing was pushed, committed or tagged. Remove it from that file (and find how it got "
-                        "there: keys belong only in the environment), then publish again")
+                        "there: keys belong only in the environment), then publish again"
+                    )
 
 
 def roster_key_names(params_dir: Path) -> list[str]:
@@ -161,23 +176,26 @@ def response_cache_dir(repo: Repo, params_dir: Path) -> Path:
     settings = load_models(params_dir / "models.yaml").gateway
     folder = (repo.root / settings.cache_dir).resolve()
     if repo.root.resolve() not in folder.parents:
-        raise PublishError(f"gateway.cache_dir {settings.cache_dir} is outside the repository: DVC can share only "
-                           "folders inside it (set gateway.cache_dir in params/models.yaml)")
+        raise PublishError(
+            f"gateway.cache_dir {settings.cache_dir} is outside the repository: DVC can share only "
+            "folders inside it (set gateway.cache_dir in params/models.yaml)"
+        )
     if not folder.is_dir():
-        raise PublishError(f"--share-cache: the response cache {settings.cache_dir} does not exist yet (no run "
-                           "has called a model)")
+        raise PublishError(
+            f"--share-cache: the response cache {settings.cache_dir} does not exist yet (no run has called a model)"
+        )
     return folder
 
 
 def write_version_bump(path: Path, version: str) -> None:
     text = path.read_text(encoding="utf-8")
     if not VERSION_LINE.search(text):
-        raise PublishError(f"{path}: no `version:` line to bump; add version: \"1.0\"")
+        raise PublishError(f'{path}: no `version:` line to bump; add version: "1.0"')
     write_text_atomic(path, VERSION_LINE.sub(f'version: "{version}"', text, count=1))
 
 
 def choose_version(tags: dict[str, str], current: str, bump: str | None, previous: str | None) -> str:
-    published = [t[len(TAG_PREFIX):] for t in tags]
+    published = [t[len(TAG_PREFIX) :] for t in tags]
     if bump:
         base = max([current, *published], key=version_key)
         version = bumped(base, bump)
@@ -188,8 +206,9 @@ def choose_version(tags: dict[str, str], current: str, bump: str | None, previou
         raise PublishError(
             f"{tag} is already published (commit {tags[tag][:12]}): a new version needs a new number. Run "
             "python -m pipeline publish --bump minor (games or models added, same rules) or --bump major "
-            "(rules, prompts or scoring changed)")
-    if previous is not None and version_key(version) <= version_key(previous[len(TAG_PREFIX):]):
+            "(rules, prompts or scoring changed)"
+        )
+    if previous is not None and version_key(version) <= version_key(previous[len(TAG_PREFIX) :]):
         raise PublishError(f"version {version} is not above the last published {previous}: use --bump minor or major")
     return version
 
@@ -237,8 +256,13 @@ def publish_version(options: PublishOptions) -> Published:
 
     built = build_leaderboard(params, root / "results", out, root)
     current = load_version(root, None, folder)
-    record = release_record(repo, previous_version(repo, previous, folder, messages), current,
-                            params_dir.resolve().relative_to(root.resolve()).as_posix(), built.benchmarks)
+    record = release_record(
+        repo,
+        previous_version(repo, previous, folder, messages),
+        current,
+        params_dir.resolve().relative_to(root.resolve()).as_posix(),
+        built.benchmarks,
+    )
     records = with_release(load_releases(out), record)
     write_json_atomic(out / RELEASES_FILE, records)
     write_text_atomic(out / CHANGELOG_FILE, render_changelog(records))
@@ -258,15 +282,32 @@ def publish_version(options: PublishOptions) -> Published:
     if remote is not None:
         repo.dvc("push", "--quiet", "-r", remote)
     elif options.push:
-        messages.append("note: no DVC remote is configured, so the games, tables, plots and site stay on this "
-                        "machine (collaborators get only the files in git). Add one: dvc remote add -d team "
-                        "/shared/dvc-store (docs/leaderboard.md#a-dvc-remote)")
+        messages.append(
+            "note: no DVC remote is configured, so the games, tables, plots and site stay on this "
+            "machine (collaborators get only the files in git). Add one: dvc remote add -d team "
+            "/shared/dvc-store (docs/leaderboard.md#a-dvc-remote)"
+        )
 
-    tracked = ["dvc.lock", *sorted(p.relative_to(root).as_posix() for p in (root / "results").glob("*/metrics.json")),
-               *(f"{folder}/{name}" for name in ("leaderboard.json", "leaderboard.md", "version.json", "combined.csv",
-                                                 RELEASES_FILE, CHANGELOG_FILE))]
+    tracked = [
+        "dvc.lock",
+        *sorted(p.relative_to(root).as_posix() for p in (root / "results").glob("*/metrics.json")),
+        *(
+            f"{folder}/{name}"
+            for name in (
+                "leaderboard.json",
+                "leaderboard.md",
+                "version.json",
+                "combined.csv",
+                RELEASES_FILE,
+                CHANGELOG_FILE,
+            )
+        ),
+    ]
     for cache in shared:
-        tracked += [f"{cache.relative_to(root).as_posix()}.dvc", (cache.parent / ".gitignore").relative_to(root).as_posix()]
+        tracked += [
+            f"{cache.relative_to(root).as_posix()}.dvc",
+            (cache.parent / ".gitignore").relative_to(root).as_posix(),
+        ]
     repo.git("add", "--", *[p for p in tracked if (root / p).exists()])
     notes = "\n".join(record_lines(record))
     tag = record["tag"]
@@ -280,8 +321,10 @@ def publish_version(options: PublishOptions) -> Published:
 def print_published(done: Published, git_push: bool) -> None:
     for message in done.messages:
         print(message, file=sys.stderr)
-    print(f"published {done.tag} (commit {done.commit[:12]})" +
-          (f"; artifacts pushed to DVC remote {done.remote!r}" if done.remote else ""))
+    print(
+        f"published {done.tag} (commit {done.commit[:12]})"
+        + (f"; artifacts pushed to DVC remote {done.remote!r}" if done.remote else "")
+    )
     for line in record_lines(done.record):
         print(f"  {line}")
     if not git_push:

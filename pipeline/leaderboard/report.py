@@ -48,8 +48,12 @@ class Report:
     def html(self) -> str:
         esc = html.escape
         parts = [
-            "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">', '<link rel="icon" href="data:,">',
-            f"<title>{esc(self.title)}</title>", f"<style>{SITE_CSS}</style>", "</head><body><main>",
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<link rel="icon" href="data:,">',
+            f"<title>{esc(self.title)}</title>",
+            f"<style>{SITE_CSS}</style>",
+            "</head><body><main>",
             f"<h1>{esc(self.title)}</h1>",
         ]
         for kind, content in self.blocks:

@@ -18,12 +18,12 @@ rule leaderboard_build:
         version=f"{LEADERBOARD_DIR}/version.json",
         combined=f"{LEADERBOARD_DIR}/combined.csv",
         site=directory(f"{LEADERBOARD_DIR}/site"),
-    params:
-        code=leaderboard_code(BENCHMARKS),
     log:
         f"{LEADERBOARD_DIR}/logs/build.log",
     conda:
         PIPELINE_ENV
+    params:
+        code=leaderboard_code(BENCHMARKS),
     shell:
         "python -m pipeline leaderboard --params {input.params} --results results --out results/leaderboard "
         "> {log} 2>&1"

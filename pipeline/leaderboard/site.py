@@ -43,9 +43,16 @@ def write(path: Path, text: str) -> None:
 def rating_rows(board: BenchmarkBoard) -> list[dict[str, str]]:
     rows = []
     for model, r in board.ratings.items():
-        rows.append({"rank": rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled), "model": model,
-                     "mu": mu_text(r), "sigma": fmt(r.sigma), "games": "?" if r.games is None else str(r.games),
-                     "not_separable": ", ".join(board.not_separable(model))})
+        rows.append(
+            {
+                "rank": rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled),
+                "model": model,
+                "mu": mu_text(r),
+                "sigma": fmt(r.sigma),
+                "games": "?" if r.games is None else str(r.games),
+                "not_separable": ", ".join(board.not_separable(model)),
+            }
+        )
     return rows
 
 
@@ -54,40 +61,65 @@ def page_links(total: int, per_page: int, prefix: str) -> list[dict[str, str]]:
     return [{"href": f"{prefix}page-{i}.html", "label": str(i)} for i in range(1, pages + 1)]
 
 
-def write_benchmark(root: Path, bench: BenchmarkSite, nav: list[str], stamp: Stamp, chart: Path | None,
-                    per_page: int) -> int:
+def write_benchmark(
+    root: Path, bench: BenchmarkSite, nav: list[str], stamp: Stamp, chart: Path | None, per_page: int
+) -> int:
     """The benchmark's index, its game-list pages and its replays; returns pages written."""
     name = bench.board.name
     folder = root / name
     (folder / "plots").mkdir(parents=True)
     plots = []
     if chart is not None:
-        plots.append({"svg": f"../charts/{chart.name}.svg", "html": f"../charts/{chart.name}.html",
-                      "title": f"{name}: rating intervals"})
+        plots.append(
+            {
+                "svg": f"../charts/{chart.name}.svg",
+                "html": f"../charts/{chart.name}.html",
+                "title": f"{name}: rating intervals",
+            }
+        )
     copied = {p.name for p in bench.plots}
     for plot in bench.plots:
         shutil.copy2(plot, folder / "plots" / plot.name)
         if plot.suffix == ".svg":
             html = plot.with_suffix(".html").name
-            plots.append({"svg": f"plots/{plot.name}", "html": f"plots/{html}" if html in copied else "",
-                          "title": plot.stem.replace("_", " ")})
+            plots.append(
+                {
+                    "svg": f"plots/{plot.name}",
+                    "html": f"plots/{html}" if html in copied else "",
+                    "title": plot.stem.replace("_", " "),
+                }
+            )
     replays = bench.replays
     entries = replays.pages if replays else []
     base = {"nav": nav, "stamp": stamp, "stepper": False}
     rows = [{"href": f"games/{p.key}.html", "cells": p.cells} for p in entries]
     headline_columns = sorted({k for values in bench.board.headline.values() for k in values})
     written = 1
-    write(folder / "index.html", render(
-        "benchmark.html", **base, root="../", title=f"{name}", interval_source=bench.board.interval_source,
-        settled_note=bench.board.settled_note(),
-        ratings=rating_rows(bench.board), headline_columns=headline_columns,
-        headline_rows=[{"model": m, "cells": [fmt(v.get(c), 3) for c in headline_columns]}
-                       for m, v in sorted(bench.board.headline.items()) if v],
-        plots=plots, games_title=replays.games_title if replays else "Games",
-        total_games=len(entries), replay_note=(replays.note if replays else "no replay tables found"),
-        columns=replays.columns if replays else [], rows=rows[:per_page],
-        page_links=page_links(len(rows), per_page, "list/"),
-    ))
+    write(
+        folder / "index.html",
+        render(
+            "benchmark.html",
+            **base,
+            root="../",
+            title=f"{name}",
+            interval_source=bench.board.interval_source,
+            settled_note=bench.board.settled_note(),
+            ratings=rating_rows(bench.board),
+            headline_columns=headline_columns,
+            headline_rows=[
+                {"model": m, "cells": [fmt(v.get(c), 3) for c in headline_columns]}
+                for m, v in sorted(bench.board.headline.items())
+                if v
+            ],
+            plots=plots,
+            games_title=replays.games_title if replays else "Games",
+            total_games=len(entries),
+            replay_note=(replays.note if replays else "no replay tables found"),
+            columns=replays.columns if replays else [],
+            rows=rows[:per_page],
+            page_links=page_links(len(rows), per_page, "list/"),
+        ),
+    )
     if not replays:
         return written
     (folder / "list").mkdir()
@@ -95,15 +127,27 @@ def write_benchmark(root: Path, bench: BenchmarkSite, nav: list[str], stamp: Sta
     links = page_links(len(rows), per_page, "")
     list_rows = [{"href": f"../{r['href']}", "cells": r["cells"]} for r in rows]
     for number, link in enumerate(links, start=1):
-        chunk = list_rows[(number - 1) * per_page: number * per_page]
-        write(folder / "list" / link["href"], render(
-            "game_list.html", **base, root="../../", title=f"{name}: {replays.games_title.lower()}, page {number}",
-            benchmark=name, columns=replays.columns, rows=chunk, page_links=links))
+        chunk = list_rows[(number - 1) * per_page : number * per_page]
+        write(
+            folder / "list" / link["href"],
+            render(
+                "game_list.html",
+                **base,
+                root="../../",
+                title=f"{name}: {replays.games_title.lower()}, page {number}",
+                benchmark=name,
+                columns=replays.columns,
+                rows=chunk,
+                page_links=links,
+            ),
+        )
         written += 1
     replay_base = {**base, "stepper": True, "root": "../../"}
     for page in entries:
-        write(folder / "games" / f"{page.key}.html",
-              render_source(replays.template, **replay_base, title=page.title, **page.context))
+        write(
+            folder / "games" / f"{page.key}.html",
+            render_source(replays.template, **replay_base, title=page.title, **page.context),
+        )
         written += 1
     return written
 
@@ -111,35 +155,60 @@ def write_benchmark(root: Path, bench: BenchmarkSite, nav: list[str], stamp: Sta
 def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]) -> list[dict[str, Any]]:
     rows = []
     for model, e in combined.items():
-        rows.append({
-            "rank": rank_text(e.rank, e.rank_lo, e.rank_hi, e.settled), "model": model,
-            "score": f"{e.score:.1f} [{e.score_lo:.1f}, {e.score_hi:.1f}]", "benchmarks": e.benchmarks,
-            "per_benchmark": [rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled) if (r := b.ratings.get(model)) else "–"
-                              for b in boards],
-            "not_separable": ", ".join(overlapping(combined, model)),
-        })
+        rows.append(
+            {
+                "rank": rank_text(e.rank, e.rank_lo, e.rank_hi, e.settled),
+                "model": model,
+                "score": f"{e.score:.1f} [{e.score_lo:.1f}, {e.score_hi:.1f}]",
+                "benchmarks": e.benchmarks,
+                "per_benchmark": [
+                    rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled) if (r := b.ratings.get(model)) else "–"
+                    for b in boards
+                ],
+                "not_separable": ", ".join(overlapping(combined, model)),
+            }
+        )
     return rows
 
 
 def release_context(records: list[dict[str, Any]], stamp: Stamp) -> list[dict[str, Any]]:
     """The releases page's entries: this site's version marked, every other one with the command
     that opens its own site (from its tag)."""
-    return [{"version": r["version"], "tag": r["tag"], "lines": record_lines(r),
-             "current": r["version"] == stamp.version} for r in records]
+    return [
+        {"version": r["version"], "tag": r["tag"], "lines": record_lines(r), "current": r["version"] == stamp.version}
+        for r in records
+    ]
 
 
 def write_releases(site: Path, records: list[dict[str, Any]], stamp: Stamp, nav: list[str]) -> None:
     """releases.html, CHANGELOG.md and releases.json of the site (publish rewrites them after
     writing a new release, with the bytes a full build would give)."""
-    write_text_atomic(site / "releases.html", render(
-        "releases.html", nav=nav, stamp=stamp, stepper=False, root="", title="Release notes",
-        releases=release_context(records, stamp), published=any(r["version"] == stamp.version for r in records)))
+    write_text_atomic(
+        site / "releases.html",
+        render(
+            "releases.html",
+            nav=nav,
+            stamp=stamp,
+            stepper=False,
+            root="",
+            title="Release notes",
+            releases=release_context(records, stamp),
+            published=any(r["version"] == stamp.version for r in records),
+        ),
+    )
     write_text_atomic(site / CHANGELOG_FILE, render_changelog(records))
     write_json_atomic(site / RELEASES_FILE, records)
 
 
-def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, CombinedEntry], stamp: Stamp,
-               files: dict[str, str], per_page: int, releases: list[dict[str, Any]]) -> int:
+def build_site(
+    target: Path,
+    benches: list[BenchmarkSite],
+    combined: dict[str, CombinedEntry],
+    stamp: Stamp,
+    files: dict[str, str],
+    per_page: int,
+    releases: list[dict[str, Any]],
+) -> int:
     """Write the whole site to `target` (replacing it); `files` are extra files (name -> text);
     `releases` the published versions' records (releases.json), newest first."""
     from pipeline.leaderboard.charts import write_charts
@@ -158,13 +227,28 @@ def build_site(target: Path, benches: list[BenchmarkSite], combined: dict[str, C
         nav = [b.name for b in boards]
         write_releases(staging, releases, stamp, nav)
         pages = 2
-        write(staging / "index.html", render(
-            "index.html", nav=nav, stamp=stamp, stepper=False, root="", title="Leaderboard",
-            benchmarks=nav, combined=index_context(boards, combined), settled_note=leaderboard_note(boards),
-            charts=[{"svg": f"charts/{stem.name}.svg", "html": f"charts/{stem.name}.html",
-                     "title": "combined score" if key == "combined" else f"{key} ratings"}
-                    for key, stem in charts.items()],
-        ))
+        write(
+            staging / "index.html",
+            render(
+                "index.html",
+                nav=nav,
+                stamp=stamp,
+                stepper=False,
+                root="",
+                title="Leaderboard",
+                benchmarks=nav,
+                combined=index_context(boards, combined),
+                settled_note=leaderboard_note(boards),
+                charts=[
+                    {
+                        "svg": f"charts/{stem.name}.svg",
+                        "html": f"charts/{stem.name}.html",
+                        "title": "combined score" if key == "combined" else f"{key} ratings",
+                    }
+                    for key, stem in charts.items()
+                ],
+            ),
+        )
         for bench in benches:
             pages += write_benchmark(staging, bench, nav, stamp, charts.get(bench.board.name), per_page)
         if target.exists():

@@ -18,14 +18,24 @@ from pipeline.core.artifacts import content_id
 def git_commit(root: Path) -> str | None:
     """`<sha>` or `<sha>+dirty` of the git workspace at `root`; None outside git or without git."""
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20
-        )
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
         if sha.returncode != 0:
             return None
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", ":(exclude)dvc.lock"],
-            cwd=root, capture_output=True, text=True, timeout=60,
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)results",
+                ":(exclude)dvc.lock",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -45,8 +55,10 @@ class Stamp:
 
     @property
     def commit_text(self) -> str:
-        return "no git" if self.commit is None else f"commit {self.commit[:12]}" + (
-            "+dirty" if self.commit.endswith("+dirty") else ""
+        return (
+            "no git"
+            if self.commit is None
+            else f"commit {self.commit[:12]}" + ("+dirty" if self.commit.endswith("+dirty") else "")
         )
 
     @property

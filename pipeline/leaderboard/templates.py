@@ -124,15 +124,22 @@ RELEASES = """\
 """
 
 TEMPLATES = {
-    "base.html": BASE, "macros.html": MACROS, "index.html": INDEX, "benchmark.html": BENCHMARK,
-    "game_list.html": GAME_LIST, "releases.html": RELEASES,
+    "base.html": BASE,
+    "macros.html": MACROS,
+    "index.html": INDEX,
+    "benchmark.html": BENCHMARK,
+    "game_list.html": GAME_LIST,
+    "releases.html": RELEASES,
 }
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.DictLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True,
+        loader=jinja2.DictLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
 

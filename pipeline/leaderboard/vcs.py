@@ -65,7 +65,7 @@ class Repo:
     def previous_tag(self, tags: dict[str, str]) -> str | None:
         """The highest-versioned of `tags` (leaderboard_tags) among HEAD's ancestors (HEAD included)."""
         reachable = [t for t, commit in tags.items() if self.is_ancestor(commit)]
-        return max(reachable, key=lambda t: version_key(t[len(TAG_PREFIX):]), default=None)
+        return max(reachable, key=lambda t: version_key(t[len(TAG_PREFIX) :]), default=None)
 
     def origin_url(self) -> str | None:
         done = self.git("remote", "get-url", "origin", check=False)
@@ -80,8 +80,9 @@ class Repo:
         under `pipeline/` and `params/` (code and params a run reads), outside `ignore`."""
         excludes = [f":(exclude){path}" for path in ignore]
         tracked = self.git("status", "--porcelain", "--untracked-files=no", "--", ".", *excludes).stdout
-        untracked = self.git("ls-files", "--others", "--exclude-standard", "--", "pipeline", "params",
-                             "Snakefile", "dvc.yaml", *excludes).stdout
+        untracked = self.git(
+            "ls-files", "--others", "--exclude-standard", "--", "pipeline", "params", "Snakefile", "dvc.yaml", *excludes
+        ).stdout
         lines = [line[3:] if len(line) > 3 else line for line in tracked.splitlines()]
         lines += [f"{path} (untracked)" for path in untracked.splitlines()]
         return sorted(set(lines))
@@ -91,8 +92,10 @@ class Repo:
         if name:
             listed = self.dvc("remote", "list").stdout.split()
             if name not in listed[::2]:
-                raise PublishError(f"no DVC remote named {name!r} (configured: {listed[::2] or 'none'}); "
-                                   f"add it: dvc remote add {name} URL")
+                raise PublishError(
+                    f"no DVC remote named {name!r} (configured: {listed[::2] or 'none'}); "
+                    f"add it: dvc remote add {name} URL"
+                )
             return name
         done = self.dvc("remote", "default", check=False)
         value = done.stdout.strip()
@@ -151,7 +154,9 @@ def open_repo(folder: Path) -> Repo:
     try:
         repo = Repo(git_toplevel(folder))
     except PublishError as exc:
-        raise PublishError(f"{exc}: publishing commits and tags a version (git init, then commit the project)") from None
+        raise PublishError(
+            f"{exc}: publishing commits and tags a version (git init, then commit the project)"
+        ) from None
     if repo.git("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
         raise PublishError(f"{repo.root} has no commit yet: commit the project first")
     if not (repo.root / ".dvc").is_dir():

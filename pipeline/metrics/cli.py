@@ -31,8 +31,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "metrics",
         help="every metrics file dvc.yaml declares, as tables of models by metrics that fit the terminal",
         description="Readable `dvc metrics show`: one table per file, models by metrics, cut into blocks of "
-                    "columns that fit the width. Compare versions with `dvc metrics diff` or "
-                    "`python -m pipeline diff REV_A REV_B`.",
+        "columns that fit the width. Compare versions with `dvc metrics diff` or "
+        "`python -m pipeline diff REV_A REV_B`.",
     )
     metrics.add_argument("names", nargs="*", help="only stages or paths containing these words (e.g. skate)")
     metrics.add_argument("--root", default=".", help="project root holding dvc.yaml")

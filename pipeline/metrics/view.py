@@ -82,8 +82,10 @@ def _blocks(header: list[str], rows: list[list[str]], width: int) -> Iterator[tu
             used += 2 + widths[stop]
             stop += 1
         keep = [0, *range(start, stop)]
-        yield ([header[i].ljust(widths[i]) for i in keep],
-               [[row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in keep] for row in rows])
+        yield (
+            [header[i].ljust(widths[i]) for i in keep],
+            [[row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in keep] for row in rows],
+        )
         start = stop
 
 

@@ -57,8 +57,12 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
             row.update(reachable=True, reply=reply.text)
         else:
             completion = await gateway.complete(
-                entry, messages, seed=seed_from(JOB, entry.name) % (2**31),
-                max_tokens=models.check.max_tokens, temperature=0.0, kind="check",
+                entry,
+                messages,
+                seed=seed_from(JOB, entry.name) % (2**31),
+                max_tokens=models.check.max_tokens,
+                temperature=0.0,
+                kind="check",
             )
             row.update(
                 reachable=True,
@@ -71,8 +75,10 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
             if models.check.expect is not None:
                 row["follows"] = follows(completion.text, models.check.expect)
             if completion.empty_at_token_limit:
-                row["error"] = ("empty reply at the token limit: hidden reasoning spent the whole budget; "
-                                "raise sampling.reasoning_tokens of this entry in params/models.yaml")
+                row["error"] = (
+                    "empty reply at the token limit: hidden reasoning spent the whole budget; "
+                    "raise sampling.reasoning_tokens of this entry in params/models.yaml"
+                )
     except BudgetExceeded:
         raise  # out of budget is no verdict on the entry: the job fails, a rerun resumes
     except (GatewayError, ValueError) as exc:
@@ -98,17 +104,27 @@ def verdict(row: dict[str, Any], expect: str | None) -> dict[str, Any]:
     if row["follows"] is False:
         reply = row["reply"].strip()
         shown = repr(reply[:60] + ("..." if len(reply) > 60 else ""))
-        return {"status": "warn", "reason": (
-            f"does not follow the check's instruction: asked for the single word {expect!r}, replied {shown} "
-            "(a base model, or a prompt format the model was not tuned on?); its game moves will read the same")}
+        return {
+            "status": "warn",
+            "reason": (
+                f"does not follow the check's instruction: asked for the single word {expect!r}, replied {shown} "
+                "(a base model, or a prompt format the model was not tuned on?); its game moves will read the same"
+            ),
+        }
     return {"status": "ok", "reason": None}
 
 
 async def check_roster(models: ModelsParams, gateway: Gateway) -> pl.DataFrame:
     rows = await gather_moves(*(_check_entry(e, models, gateway) for e in models.roster))
-    return pl.DataFrame(rows, schema_overrides={
-        "cost_usd": pl.Float64, "error": pl.Utf8, "follows": pl.Boolean, "reason": pl.Utf8,
-    })
+    return pl.DataFrame(
+        rows,
+        schema_overrides={
+            "cost_usd": pl.Float64,
+            "error": pl.Utf8,
+            "follows": pl.Boolean,
+            "reason": pl.Utf8,
+        },
+    )
 
 
 def run_roster_check(models: ModelsParams, out_dir: str | Path, gateway: Gateway) -> pl.DataFrame:

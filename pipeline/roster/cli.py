@@ -19,8 +19,11 @@ def _cmd_roster_check(args: argparse.Namespace) -> int:
         print(f"[{status}] {row['name']:<24} {row['latency_s']:6.2f}s  {detail}  ({row['budgets']})", file=sys.stderr)
     unreachable = table.filter(~table["reachable"]).height
     if unreachable:
-        print(f"{unreachable} roster entr{'y' if unreachable == 1 else 'ies'} unreachable; "
-              f"see {Path(args.out) / 'check.parquet'}", file=sys.stderr)
+        print(
+            f"{unreachable} roster entr{'y' if unreachable == 1 else 'ies'} unreachable; "
+            f"see {Path(args.out) / 'check.parquet'}",
+            file=sys.stderr,
+        )
     return 0
 
 

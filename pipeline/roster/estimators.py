@@ -17,10 +17,17 @@ def estimate_check(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
         sent = [r for r in probe.requests if r.roster_name == entry.name]
         if sent:
             paid = [r for r in sent if not r.cached]
-            estimates.append(CallEstimate(
-                entry.name, JOB, len(sent), len(sent) - len(paid),
-                sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), batchable=True,
-            ))
+            estimates.append(
+                CallEstimate(
+                    entry.name,
+                    JOB,
+                    len(sent),
+                    len(sent) - len(paid),
+                    sum(r.prompt_tokens for r in paid),
+                    sum(r.max_tokens for r in paid),
+                    batchable=True,
+                )
+            )
     return estimates
 
 

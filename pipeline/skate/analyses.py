@@ -42,7 +42,9 @@ def kendall_tau(first: Sequence[str], second: Sequence[str]) -> float | None:
     return round((2 * concordant - len(pairs)) / len(pairs), 6)
 
 
-def rate_subset(pcorrect: pl.DataFrame, params: SkateParams, setters: Sequence[str], answerers: Sequence[str]) -> pl.DataFrame:
+def rate_subset(
+    pcorrect: pl.DataFrame, params: SkateParams, setters: Sequence[str], answerers: Sequence[str]
+) -> pl.DataFrame:
     """player, mu, sigma, rank of the primary mode on the questions of `setters`, answered by `answerers`."""
     subset = pcorrect.filter(pl.col("setter").is_in(list(setters)) & pl.col("answerer").is_in(list(answerers)))
     if subset.height == 0 or subset["answerer"].n_unique() < 2:
@@ -50,7 +52,7 @@ def rate_subset(pcorrect: pl.DataFrame, params: SkateParams, setters: Sequence[s
     mode = params.ranking.primary
     games = question_games(subset, mode, params.answering.sigma_stop, params.ranking.pass_threshold, list(setters))
     table = ratings(games, params.ranking.rating_params(), params.ranking.passes, params.seed, mode, resamples=0)
-    return table.select(list(_RATING_COLUMNS)).cast(_RATING_COLUMNS)  # type: ignore[arg-type]
+    return table.select(list(_RATING_COLUMNS)).cast(_RATING_COLUMNS)  # type: ignore[arg-type]  # polars types cast()'s mapping keys as str | Selector | dtype (invariant)
 
 
 def stability_order(params: SkateParams) -> list[str]:
@@ -67,8 +69,7 @@ def stability_table(pcorrect: pl.DataFrame, params: SkateParams) -> pl.DataFrame
         setters = [m for m in present if m in params.players]
         table = rate_subset(pcorrect, params, setters, present)
         if table.height:
-            frames.append(table.with_columns(pl.lit(k, pl.Int64).alias("models"),
-                                             pl.lit(order[k - 1]).alias("joined")))
+            frames.append(table.with_columns(pl.lit(k, pl.Int64).alias("models"), pl.lit(order[k - 1]).alias("joined")))
     schema = {"models": pl.Int64, "joined": pl.String, **_RATING_COLUMNS}
     if not frames:
         return pl.DataFrame(schema=schema)
@@ -83,8 +84,9 @@ def answer_only_table(pcorrect: pl.DataFrame, params: SkateParams) -> pl.DataFra
         for name, answerers in panels
     ]
     schema = {"panel": pl.String, **_RATING_COLUMNS}
-    return pl.concat([f.select(list(schema)).cast(schema) for f in frames if f.height] or [pl.DataFrame(schema=schema)]) \
-        .sort(["panel", "rank", "player"])
+    # polars types cast()'s mapping keys as str | Selector | dtype (invariant), hence the ignore
+    rated = [f.select(list(schema)).cast(schema) for f in frames if f.height]  # type: ignore[arg-type]
+    return pl.concat(rated or [pl.DataFrame(schema=schema)]).sort(["panel", "rank", "player"])
 
 
 def _order(table: pl.DataFrame) -> list[str]:
@@ -98,27 +100,53 @@ def stability_summary(stability: pl.DataFrame) -> list[dict[str, Any]]:
     for before, after in pairwise(steps):
         earlier = stability.filter(pl.col("models") == before)
         later = stability.filter(pl.col("models") == after)
-        shift = earlier.join(later, on="player", suffix="_after").select(
-            (pl.col("mu_after") - pl.col("mu")).abs().max()).item()
-        result.append({"models": after, "joined": later["joined"][0],
-                       "kendall_tau_existing": kendall_tau(_order(earlier), _order(later)),
-                       "max_abs_mu_shift_existing": None if shift is None else round(shift, 4)})
+        shift = (
+            earlier.join(later, on="player", suffix="_after")
+            .select((pl.col("mu_after") - pl.col("mu")).abs().max())
+            .item()
+        )
+        result.append(
+            {
+                "models": after,
+                "joined": later["joined"][0],
+                "kendall_tau_existing": kendall_tau(_order(earlier), _order(later)),
+                "max_abs_mu_shift_existing": None if shift is None else round(shift, 4),
+            }
+        )
     return result
 
 
 def strategy_rows(strategy: str, folder: Path) -> list[dict[str, Any]]:
     """One row per model of one strategy's game, from its metrics.json."""
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-    keys = ("trueskill_mu", "trueskill_sigma", "trueskill_rank", "asking_skill", "answering_skill",
-            "self_preference", "p_correct_own_questions", "valid_rate", "questions_entered")
-    return [{"strategy": strategy, "model": model, **{k: values.get(k) for k in keys}}
-            for model, values in sorted(metrics.items())]
+    keys = (
+        "trueskill_mu",
+        "trueskill_sigma",
+        "trueskill_rank",
+        "asking_skill",
+        "answering_skill",
+        "self_preference",
+        "p_correct_own_questions",
+        "valid_rate",
+        "questions_entered",
+    )
+    return [
+        {"strategy": strategy, "model": model, **{k: values.get(k) for k in keys}}
+        for model, values in sorted(metrics.items())
+    ]
 
 
 STRATEGY_COLUMNS = {
-    "strategy": pl.String, "model": pl.String, "trueskill_mu": pl.Float64, "trueskill_sigma": pl.Float64,
-    "trueskill_rank": pl.Int64, "asking_skill": pl.Float64, "answering_skill": pl.Float64,
-    "self_preference": pl.Float64, "p_correct_own_questions": pl.Float64, "valid_rate": pl.Float64,
+    "strategy": pl.String,
+    "model": pl.String,
+    "trueskill_mu": pl.Float64,
+    "trueskill_sigma": pl.Float64,
+    "trueskill_rank": pl.Int64,
+    "asking_skill": pl.Float64,
+    "answering_skill": pl.Float64,
+    "self_preference": pl.Float64,
+    "p_correct_own_questions": pl.Float64,
+    "valid_rate": pl.Float64,
     "questions_entered": pl.Int64,
 }
 
@@ -130,9 +158,12 @@ def strategy_table(folders: dict[str, Path]) -> pl.DataFrame:
 
 def strategy_summary(table: pl.DataFrame, reference: str) -> list[dict[str, Any]]:
     """Per strategy: Kendall's tau of its ranking against the reference strategy's."""
+
     def order(strategy: str) -> list[str]:
         rows = table.filter((pl.col("strategy") == strategy) & pl.col("trueskill_rank").is_not_null())
         return rows.sort(["trueskill_rank", "model"])["model"].to_list()
 
-    return [{"strategy": s, "kendall_tau_vs_" + reference: kendall_tau(order(reference), order(s))}
-            for s in sorted(set(table["strategy"].to_list()))]
+    return [
+        {"strategy": s, "kendall_tau_vs_" + reference: kendall_tau(order(reference), order(s))}
+        for s in sorted(set(table["strategy"].to_list()))
+    ]

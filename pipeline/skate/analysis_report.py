@@ -28,34 +28,51 @@ from pipeline.skate.schemas import (
 
 
 def stability_chart(table: pl.DataFrame) -> alt.TopLevelMixin:
-    return alt.Chart(alt.Data(values=table.to_dicts())).mark_line(point=True).encode(
-        x=alt.X("models:O", title="models in the game (joining in order)"),
-        y=alt.Y("mu:Q", title="TrueSkill mu", scale=alt.Scale(zero=False)),
-        color=alt.Color("player:N", title="model"),
-        tooltip=["player:N", "models:O", "joined:N", alt.Tooltip("mu:Q", format=".2f"), "rank:Q"],
-    ).properties(title="Ranking stability as models join", width=380, height=260)
+    return (
+        alt.Chart(alt.Data(values=table.to_dicts()))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("models:O", title="models in the game (joining in order)"),
+            y=alt.Y("mu:Q", title="TrueSkill mu", scale=alt.Scale(zero=False)),
+            color=alt.Color("player:N", title="model"),
+            tooltip=["player:N", "models:O", "joined:N", alt.Tooltip("mu:Q", format=".2f"), "rank:Q"],
+        )
+        .properties(title="Ranking stability as models join", width=380, height=260)
+    )
 
 
 def answer_only_chart(table: pl.DataFrame) -> alt.TopLevelMixin:
-    return alt.Chart(alt.Data(values=table.to_dicts())).mark_line(point=True).encode(
-        x=alt.X("panel:N", title=None, sort=["setters only", "with answer-only models"]),
-        y=alt.Y("mu:Q", title="TrueSkill mu", scale=alt.Scale(zero=False)),
-        color=alt.Color("player:N", title="model"),
-        tooltip=["player:N", "panel:N", alt.Tooltip("mu:Q", format=".2f"), "rank:Q"],
-    ).properties(title="Re-ranking when answer-only models join", width=300, height=260)
+    return (
+        alt.Chart(alt.Data(values=table.to_dicts()))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("panel:N", title=None, sort=["setters only", "with answer-only models"]),
+            y=alt.Y("mu:Q", title="TrueSkill mu", scale=alt.Scale(zero=False)),
+            color=alt.Color("player:N", title="model"),
+            tooltip=["player:N", "panel:N", alt.Tooltip("mu:Q", format=".2f"), "rank:Q"],
+        )
+        .properties(title="Re-ranking when answer-only models join", width=300, height=260)
+    )
 
 
 def strategy_chart(table: pl.DataFrame) -> alt.TopLevelMixin:
-    long = table.unpivot(index=["strategy", "model"], on=["trueskill_mu", "asking_skill"],
-                         variable_name="measure", value_name="value").drop_nulls("value")
-    return alt.Chart(alt.Data(values=long.to_dicts())).mark_line(point=True).encode(
-        x=alt.X("strategy:N", title="augmentation strategy"),
-        y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-        color=alt.Color("model:N"),
-        tooltip=["model:N", "strategy:N", "measure:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=300, height=240).facet(
-        column=alt.Column("measure:N", title=None)).resolve_scale(y="independent").properties(
-        title="Augmentation strategies compared (one game each)")
+    long = table.unpivot(
+        index=["strategy", "model"], on=["trueskill_mu", "asking_skill"], variable_name="measure", value_name="value"
+    ).drop_nulls("value")
+    return (
+        alt.Chart(alt.Data(values=long.to_dicts()))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("strategy:N", title="augmentation strategy"),
+            y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
+            color=alt.Color("model:N"),
+            tooltip=["model:N", "strategy:N", "measure:N", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width=300, height=240)
+        .facet(column=alt.Column("measure:N", title=None))
+        .resolve_scale(y="independent")
+        .properties(title="Augmentation strategies compared (one game each)")
+    )
 
 
 def write_game_analyses(params: SkateParams, out: str | Path) -> dict[str, Any]:
@@ -67,13 +84,18 @@ def write_game_analyses(params: SkateParams, out: str | Path) -> dict[str, Any]:
     reranked = answer_only_table(pcorrect, params)
     write_table(folder / "stability.parquet", stability, StabilitySchema, sort_by=["models", "player"])
     write_table(folder / "answer_only.parquet", reranked, AnswerOnlyRankingSchema, sort_by=["panel", "player"])
-    panels = [reranked.filter(pl.col("panel") == p).sort(["rank", "player"])["player"].to_list()
-              for p in ("setters only", "with answer-only models")]
+    panels = [
+        reranked.filter(pl.col("panel") == p).sort(["rank", "player"])["player"].to_list()
+        for p in ("setters only", "with answer-only models")
+    ]
     summary = {
         "mode": params.ranking.primary,
         "stability": stability_summary(stability),
-        "answer_only": {"kendall_tau_setters": kendall_tau(*panels), "setters_only": panels[0],
-                        "with_answer_only": panels[1]},
+        "answer_only": {
+            "kendall_tau_setters": kendall_tau(*panels),
+            "setters_only": panels[0],
+            "with_answer_only": panels[1],
+        },
     }
     write_json_atomic(folder / "game_analyses.json", summary)
     save_chart(stability_chart(stability), folder / "plots" / "stability")

@@ -3,7 +3,10 @@ for each other and answer them (docs/skate.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.run import Benchmark
+from pipeline.core.run.registry import Benchmark
+from pipeline.core.run.verbs import Verb
+from pipeline.skate import cli
+from pipeline.skate.outputs import WRITES
 from pipeline.skate.replay import replays
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema
 
@@ -11,6 +14,19 @@ BENCHMARK = Benchmark(
     name="skate",
     title="SKATE",
     package="pipeline.skate",
+    description="SKATE: models set and answer code-output-prediction questions",
+    rules_file="rules.smk",
+    schedule=Verb(cli.schedule, "list every job of the game with its id (generate, round, answer)"),
+    play=Verb(
+        cli.play,
+        "play scheduled jobs: a setter's round (up to `attempts` tries, each run in the sandbox "
+        "and checked), a round's question set, or an answerer's p(correct) on a round",
+        concurrent=False,
+    ),
+    rate=Verb(cli.rate, "tables of the whole game and pairwise TrueSkill (relative and absolute)"),
+    report=Verb(cli.report, "metrics.json, plots and the points-of-difference list"),
+    extra_commands=cli.extra_commands,
+    writes=WRITES,
     outputs=(
         "generate",
         "rounds",

@@ -68,8 +68,11 @@ def answer_distribution(request: MoveRequest, accuracy: float) -> tuple[TokenLog
     choices = request.choices or LETTERS
     correct = request.state.get("correct")
     wrong = [c for c in choices if c != correct]
-    weights = {c: (accuracy if c == correct else (1.0 - accuracy) / len(wrong)) for c in choices} if correct in choices \
+    weights = (
+        {c: (accuracy if c == correct else (1.0 - accuracy) / len(wrong)) for c in choices}
+        if correct in choices
         else {c: 1.0 / len(choices) for c in choices}
+    )
     top = tuple((c, math.log(w)) for c, w in sorted(weights.items(), key=lambda kv: -kv[1]) if w > 0)
     return (TokenLogprob(top[0][0], top[0][1], top),)
 

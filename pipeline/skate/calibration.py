@@ -73,12 +73,19 @@ def pair_similarities(pairs: list[LabelledPair]) -> pl.DataFrame:
     texts = sorted({t for p in pairs for t in (p.text_a, p.text_b)})
     vectors = dict(zip(texts, embed(texts)))
     rows = [
-        {"question_a": p.a, "question_b": p.b, "label": "same" if p.same else "different",
-         "cosine": round(float(np.dot(vectors[p.text_a], vectors[p.text_b])), 6)}
+        {
+            "question_a": p.a,
+            "question_b": p.b,
+            "label": "same" if p.same else "different",
+            "cosine": round(float(np.dot(vectors[p.text_a], vectors[p.text_b])), 6),
+        }
         for p in pairs
     ]
-    return pl.DataFrame(rows, schema={"question_a": pl.String, "question_b": pl.String, "label": pl.String,
-                                      "cosine": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={"question_a": pl.String, "question_b": pl.String, "label": pl.String, "cosine": pl.Float64},
+        orient="row",
+    )
 
 
 def sweep(similarities: pl.DataFrame, thresholds: tuple[float, ...] = THRESHOLDS) -> pl.DataFrame:
@@ -93,10 +100,19 @@ def sweep(similarities: pl.DataFrame, thresholds: tuple[float, ...] = THRESHOLDS
         fn = int((~flagged & same).sum())
         precision = tp / (tp + fp) if tp + fp else 1.0
         recall = tp / (tp + fn) if tp + fn else 1.0
-        rows.append({"threshold": t, "flagged": int(flagged.sum()), "true_positives": tp,
-                     "false_positives": fp, "false_negatives": fn, "precision": round(precision, 6),
-                     "recall": round(recall, 6), "f1": round(_f_beta(precision, recall, 1.0), 6),
-                     "f_half": round(_f_beta(precision, recall, BETA), 6)})
+        rows.append(
+            {
+                "threshold": t,
+                "flagged": int(flagged.sum()),
+                "true_positives": tp,
+                "false_positives": fp,
+                "false_negatives": fn,
+                "precision": round(precision, 6),
+                "recall": round(recall, 6),
+                "f1": round(_f_beta(precision, recall, 1.0), 6),
+                "f_half": round(_f_beta(precision, recall, BETA), 6),
+            }
+        )
     return pl.DataFrame(rows, orient="row")
 
 
@@ -115,8 +131,10 @@ def record_in_params(params_path: str | Path, chosen: dict[str, float], pairs_na
     """Rewrite the `similarity_threshold:` line of params/skate.yaml (comments elsewhere kept)."""
     path = Path(params_path)
     text = path.read_text(encoding="utf-8")
-    line = (f"similarity_threshold: {chosen['threshold']:.2f}  # calibrated on {pairs_name}: precision "
-            f"{chosen['precision']:.2f}, recall {chosen['recall']:.2f} (python -m pipeline skate calibrate)")
+    line = (
+        f"similarity_threshold: {chosen['threshold']:.2f}  # calibrated on {pairs_name}: precision "
+        f"{chosen['precision']:.2f}, recall {chosen['recall']:.2f} (python -m pipeline skate calibrate)"
+    )
     updated, count = re.subn(r"(?m)^similarity_threshold:.*$", line, text)
     if count != 1:
         raise ParamsError(f"{path}: similarity_threshold: expected one top-level line to update, found {count}")
@@ -126,20 +144,36 @@ def record_in_params(params_path: str | Path, chosen: dict[str, float], pairs_na
 def calibration_chart(similarities: pl.DataFrame, table: pl.DataFrame, chosen: float) -> Any:
     import altair as alt
 
-    long = table.unpivot(index="threshold", on=["precision", "recall", "f_half"], variable_name="measure", value_name="value")
+    long = table.unpivot(
+        index="threshold", on=["precision", "recall", "f_half"], variable_name="measure", value_name="value"
+    )
     rule = alt.Chart(alt.Data(values=[{"threshold": chosen}])).mark_rule(strokeDash=[4, 3]).encode(x="threshold:Q")
-    curves = alt.Chart(alt.Data(values=long.to_dicts())).mark_line().encode(
-        x=alt.X("threshold:Q", title="cosine threshold", scale=alt.Scale(domain=[THRESHOLDS[0], 1])),
-        y=alt.Y("value:Q", title="detecting repeats", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("measure:N", title=None),
-    ).properties(width=320, height=240, title="Precision and recall per threshold")
-    spread = alt.Chart(alt.Data(values=similarities.to_dicts())).mark_tick(thickness=2).encode(
-        x=alt.X("cosine:Q", title="cosine similarity of the pair", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("label:N", title=None), color=alt.Color("label:N", legend=None),
-        tooltip=["question_a:N", "question_b:N", alt.Tooltip("cosine:Q", format=".3f")],
-    ).properties(width=320, height=120, title="Labelled pairs")
-    return alt.hconcat(curves + rule, spread + rule).resolve_scale(color="independent").properties(
-        title=f"Uniqueness threshold calibration (chosen {chosen:.2f})")
+    curves = (
+        alt.Chart(alt.Data(values=long.to_dicts()))
+        .mark_line()
+        .encode(
+            x=alt.X("threshold:Q", title="cosine threshold", scale=alt.Scale(domain=[THRESHOLDS[0], 1])),
+            y=alt.Y("value:Q", title="detecting repeats", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("measure:N", title=None),
+        )
+        .properties(width=320, height=240, title="Precision and recall per threshold")
+    )
+    spread = (
+        alt.Chart(alt.Data(values=similarities.to_dicts()))
+        .mark_tick(thickness=2)
+        .encode(
+            x=alt.X("cosine:Q", title="cosine similarity of the pair", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("label:N", title=None),
+            color=alt.Color("label:N", legend=None),
+            tooltip=["question_a:N", "question_b:N", alt.Tooltip("cosine:Q", format=".3f")],
+        )
+        .properties(width=320, height=120, title="Labelled pairs")
+    )
+    return (
+        alt.hconcat(curves + rule, spread + rule)
+        .resolve_scale(color="independent")
+        .properties(title=f"Uniqueness threshold calibration (chosen {chosen:.2f})")
+    )
 
 
 def write_calibration(pairs_path: str | Path, out: str | Path) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -13,11 +13,13 @@ from pipeline.core.models import ModelsParams
 from pipeline.core.rating import with_defaults
 from pipeline.core.sandbox import SandboxLimits
 
-Strategy = Literal[
-    "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
-]
-STRATEGIES: tuple[str, ...] = (
-    "no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"
+Strategy = Literal["no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"]
+STRATEGIES: tuple[Strategy, ...] = (
+    "no_info",
+    "historical_tasks",
+    "historical_performance",
+    "full_personal_context",
+    "full_context",
 )
 RankingMode = Literal["relative", "absolute"]
 #: the estimator asked for: exact where the answerer gives log-probabilities, sampled otherwise
@@ -27,7 +29,6 @@ OutsideLetters = Literal["renormalise", "count_wrong"]
 Stopping = Literal["standard_error", "predictive"]
 #: answering settings that decide nothing while `stopping` is the paper's (kept out of job ids)
 PREDICTIVE_SETTINGS: tuple[str, ...] = ("stopping", "predictive_tolerance", "predictive_risk")
-
 
 
 class SandboxParams(Strict):
@@ -48,16 +49,20 @@ class SandboxParams(Strict):
 
 class GenerationParams(Strict):
     max_tokens: int | None = Field(
-        None, ge=1, description="visible token budget of a setter's reply; null: the roster entry "
-        "decides (its max_tokens, else the default budget), plus a reasoning model's allowance"
+        None,
+        ge=1,
+        description="visible token budget of a setter's reply; null: the roster entry "
+        "decides (its max_tokens, else the default budget), plus a reasoning model's allowance",
     )
     max_program_chars: int = Field(4000, ge=20, description="longer programs are rejected")
     max_output_chars: int = Field(
         200, ge=1, description="a program printing more than this (as one option line) is rejected"
     )
     max_context_items: int | None = Field(
-        None, ge=0, description="null (the paper): every earlier question the strategy allows enters "
-        "a setter's prompt; a number keeps only that many of the latest (for short context windows)"
+        None,
+        ge=0,
+        description="null (the paper): every earlier question the strategy allows enters "
+        "a setter's prompt; a number keeps only that many of the latest (for short context windows)",
     )
 
 
@@ -84,33 +89,45 @@ class AnsweringParams(Strict):
         "p(correct) by more than predictive_tolerance",
     )
     sigma_stop: float = Field(
-        0.05, gt=0, lt=0.5, description="stopping standard_error: stop sampling when the standard "
-        "error is at most this; also the relative ranking's draw margin"
+        0.05,
+        gt=0,
+        lt=0.5,
+        description="stopping standard_error: stop sampling when the standard "
+        "error is at most this; also the relative ranking's draw margin",
     )
     predictive_tolerance: float = Field(
-        0.1, gt=0, lt=1, description="stopping predictive: the change of p(correct) that more "
-        "samples (up to max_samples) should not make"
+        0.1,
+        gt=0,
+        lt=1,
+        description="stopping predictive: the change of p(correct) that more "
+        "samples (up to max_samples) should not make",
     )
     predictive_risk: float = Field(
-        0.04, gt=0, lt=1, description="stopping predictive: stop once the posterior probability of "
-        "such a change is at most this"
+        0.04,
+        gt=0,
+        lt=1,
+        description="stopping predictive: stop once the posterior probability of such a change is at most this",
     )
     min_samples: int = Field(10, ge=1, description="sampled mode's floor of samples per question")
     max_samples: int = Field(
-        100, ge=1, description="sampled mode's cap of samples per question (stopping predictive: "
-        "the run it must agree with)"
+        100,
+        ge=1,
+        description="sampled mode's cap of samples per question (stopping predictive: the run it must agree with)",
     )
-    exact_option_sets: int = Field(
-        8, ge=1, le=1000, description="option sets averaged in exact mode (one call each)"
-    )
+    exact_option_sets: int = Field(8, ge=1, le=1000, description="option sets averaged in exact mode (one call each)")
     top_logprobs: int = Field(20, ge=4, le=20, description="alternatives per token asked for in exact mode")
     max_tokens: int = Field(
-        8, ge=1, description="visible token budget of a sampled answer (a letter); a reasoning model "
-        "gets its reasoning allowance on top (params/models.yaml)"
+        8,
+        ge=1,
+        description="visible token budget of a sampled answer (a letter); a reasoning model "
+        "gets its reasoning allowance on top (params/models.yaml)",
     )
     few_shot: int = Field(
-        2, ge=0, le=3, description="solved example questions (0-3) shown before each question, as "
-        "earlier chat turns; base models then answer with a letter"
+        2,
+        ge=0,
+        le=3,
+        description="solved example questions (0-3) shown before each question, as "
+        "earlier chat turns; base models then answer with a letter",
     )
 
     @model_validator(mode="before")
@@ -149,7 +166,15 @@ class AnsweringParams(Strict):
         return self
 
 
-class RankingParams(with_defaults("SkateTrueSkill", draw_probability=0.2, passes=20, bootstrap_resamples=100)):
+if TYPE_CHECKING:  # to mypy the base is what with_defaults builds it from: TrueSkillSettings
+    from pipeline.core.rating.settings import TrueSkillSettings
+
+    _RankingBase = TrueSkillSettings
+else:
+    _RankingBase = with_defaults("SkateTrueSkill", draw_probability=0.2, passes=20, bootstrap_resamples=100)
+
+
+class RankingParams(_RankingBase):
     """trueskill's defaults with many draws: pairs of answerers often draw here (must be in (0, 1))."""
 
     primary: RankingMode = Field("relative", description="relative or absolute: the mode behind the headline rating")
@@ -181,8 +206,7 @@ class AnalysesParams(Strict):
 class SkateParams(Strict):
     players: list[str] = Field(
         min_length=1,
-        description="roster names (params/models.yaml) that set one question per round and answer "
-        "every question",
+        description="roster names (params/models.yaml) that set one question per round and answer every question",
     )
     answer_only: list[str] = Field(
         default_factory=list,
@@ -197,15 +221,20 @@ class SkateParams(Strict):
         "historical_performance, full_personal_context or full_context",
     )
     similarity_threshold: float = Field(
-        0.9, gt=0, le=1, description="a question whose cosine similarity to one of its setter's "
-        "earlier questions reaches this is not unique"
+        0.9,
+        gt=0,
+        le=1,
+        description="a question whose cosine similarity to one of its setter's "
+        "earlier questions reaches this is not unique",
     )
     seed: int = Field(0, ge=0, description="seeds every random choice of the game")
     generation: GenerationParams = Field(default_factory=GenerationParams, description="setter reply limits")
     answering: AnsweringParams = Field(default_factory=AnsweringParams, description="how p(correct) is estimated")
     ranking: RankingParams = Field(default_factory=RankingParams, description="pairwise TrueSkill settings")
     sandbox: SandboxParams = Field(default_factory=SandboxParams, description="limits of the program sandbox")
-    analyses: AnalysesParams = Field(default_factory=AnalysesParams, description="the paper's analyses: stability, strategy comparison")
+    analyses: AnalysesParams = Field(
+        default_factory=AnalysesParams, description="the paper's analyses: stability, strategy comparison"
+    )
 
     @field_validator("players", "answer_only")
     @classmethod
@@ -232,8 +261,9 @@ class SkateParams(Strict):
     def answerers(self) -> list[str]:
         return [*self.players, *self.answer_only]
 
-    def check_roster(self, models: ModelsParams, source: str = "params/skate.yaml",
-                     models_source: str = "params/models.yaml") -> None:
+    def check_roster(
+        self, models: ModelsParams, source: str = "params/skate.yaml", models_source: str = "params/models.yaml"
+    ) -> None:
         """Every name must be a roster entry: stop with a message naming the file, the field, the
         name, the closest roster name and the fix (every unknown name at once)."""
         known = [e.name for e in models.roster]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 import pipeline.skate.bots  # noqa: F401  (registers the skate bots)
-from pipeline.core.artifacts import content_id, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.artifacts import content_id, read_table, seed_from, write_record, write_table
 from pipeline.core.models import Gateway, ModelsParams, MoveRequest, gather_moves, make_players
 from pipeline.core.sandbox import Sandbox
 from pipeline.skate import uniqueness
@@ -23,7 +24,8 @@ from pipeline.skate.config import SkateParams
 from pipeline.skate.mcq import answer_question, summary_row
 from pipeline.skate.parsing import parse_question
 from pipeline.skate.prompts import ContextItem, FailedAttempt, render_context, render_failures, setter_messages
-from pipeline.skate.rounds import read_json, round_questions
+from pipeline.skate.records import SkateGenerate, as_generate, read_generate, read_round
+from pipeline.skate.rounds import round_questions
 from pipeline.skate.schedule import (
     AnswerJob,
     GenerateJob,
@@ -51,7 +53,7 @@ def context_items(
         return []
     questions: list[dict[str, Any]] = list(history)
     if params.strategy == "full_context":
-        questions = [q for rid in job.rounds for q in read_json(round_path(out, rid))["questions"]]
+        questions = [q.to_json() for rid in job.rounds for q in read_round(round_path(out, rid)).questions]
     answers = {a.job_id: a for a in schedule.answers.values()}
     p_by_question: dict[str, dict[str, float]] = {}
     for answer_id in job.answers:
@@ -62,14 +64,18 @@ def context_items(
     questions.sort(key=lambda q: (q["round"], order.get(q["setter"], len(order)), q["question_id"]))
     items = [
         ContextItem(
-            number=n, round=q["round"], setter=q["setter"], description=q["description"],
-            program=q["program"], p_correct=p_by_question.get(q["question_id"], {}),
+            number=n,
+            round=q["round"],
+            setter=q["setter"],
+            description=q["description"],
+            program=q["program"],
+            p_correct=p_by_question.get(q["question_id"], {}),
         )
         for n, q in enumerate(questions, start=1)
     ]
     limit = params.generation.max_context_items
     if limit is not None and limit < len(items):
-        items = items[len(items) - limit:]
+        items = items[len(items) - limit :]
     random.Random(seed_from("skate-context", job.job_id)).shuffle(items)
     return items
 
@@ -83,11 +89,18 @@ def _embed_history(history: list[dict[str, Any]]) -> None:
 
 
 async def run_generate(
-    params: SkateParams, models: ModelsParams, schedule: Schedule, job: GenerateJob, out: str | Path,
-    gateway: Gateway, sandbox: Sandbox,
+    params: SkateParams,
+    models: ModelsParams,
+    schedule: Schedule,
+    job: GenerateJob,
+    out: str | Path,
+    gateway: Gateway,
+    sandbox: Sandbox,
 ) -> dict[str, Any]:
     """Up to `attempts` tries of one setter in one round; the first valid, unique one is entered."""
-    history: list[dict[str, Any]] = read_json(generate_path(out, job.previous))["history"] if job.previous else []
+    history: list[dict[str, Any]] = (
+        [q.to_json() for q in read_generate(generate_path(out, job.previous)).history] if job.previous else []
+    )
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
     player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
     attempts: list[dict[str, Any]] = []
@@ -95,36 +108,62 @@ async def run_generate(
     accepted: dict[str, Any] | None = None
     for attempt in range(1, params.attempts + 1):
         messages = setter_messages(
-            round_number=job.round, rounds=params.rounds, context=context,
+            round_number=job.round,
+            rounds=params.rounds,
+            context=context,
             failures=render_failures(failures, params.attempts - attempt + 1),
         )
-        reply = await player.act(MoveRequest(
-            messages=messages, key=f"set/round{job.round}/attempt{attempt}", kind="set",
-            max_tokens=params.generation.max_tokens,
-            state={"round": job.round, "attempt": attempt, "history": [q["description"] for q in history],
-                   "failures": [f.reason for f in failures]},
-        ))
+        reply = await player.act(
+            MoveRequest(
+                messages=messages,
+                key=f"set/round{job.round}/attempt{attempt}",
+                kind="set",
+                max_tokens=params.generation.max_tokens,
+                state={
+                    "round": job.round,
+                    "attempt": attempt,
+                    "history": [q["description"] for q in history],
+                    "failures": [f.reason for f in failures],
+                },
+            )
+        )
         parsed = parse_question(reply.text)
         verdict = verify_question(
-            parsed, sandbox, max_program_chars=params.generation.max_program_chars,
+            parsed,
+            sandbox,
+            max_program_chars=params.generation.max_program_chars,
             max_output_chars=params.generation.max_output_chars,
         )
         record: dict[str, Any] = {
-            "attempt": attempt, "reply": reply.text, "description": parsed.description,
-            "program": parsed.program, "answer": verdict.answer if verdict.valid else (verdict.answer or None),
-            "distractors": list(verdict.distractors), "failure_kind": verdict.failure_kind,
-            "failure": verdict.failure, "max_similarity": None, "similar_to": None, "question_id": None,
+            "attempt": attempt,
+            "reply": reply.text,
+            "description": parsed.description,
+            "program": parsed.program,
+            "answer": verdict.answer if verdict.valid else (verdict.answer or None),
+            "distractors": list(verdict.distractors),
+            "failure_kind": verdict.failure_kind,
+            "failure": verdict.failure,
+            "max_similarity": None,
+            "similar_to": None,
+            "question_id": None,
             "status": "invalid",
-            "runs": [{"exit_code": r.exit_code, "limit": r.limit, "elapsed_s": r.elapsed_s,
-                      "stderr_tail": r.stderr[-500:]} for r in verdict.runs],
+            "runs": [
+                {"exit_code": r.exit_code, "limit": r.limit, "elapsed_s": r.elapsed_s, "stderr_tail": r.stderr[-500:]}
+                for r in verdict.runs
+            ],
         }
         if verdict.valid:
             assert parsed.program is not None
             question_id = content_id({"generate": job.job_id, "attempt": attempt, "program": parsed.program})
-            candidate = {
-                "question_id": question_id, "round": job.round, "setter": job.setter,
-                "description": parsed.description, "program": parsed.program, "answer": verdict.answer,
-                "distractors": list(verdict.distractors), "embedding": None,
+            candidate: dict[str, Any] = {
+                "question_id": question_id,
+                "round": job.round,
+                "setter": job.setter,
+                "description": parsed.description,
+                "program": parsed.program,
+                "answer": verdict.answer,
+                "distractors": list(verdict.distractors),
+                "embedding": None,
             }
             similarity = uniqueness.Similarity(None, None)
             if history:
@@ -137,7 +176,8 @@ async def run_generate(
             if similarity.max_similarity is not None and similarity.max_similarity >= params.similarity_threshold:
                 earlier = next(q for q in history if q["question_id"] == similarity.similar_to)
                 record.update(
-                    status="not_unique", failure_kind="too_similar",
+                    status="not_unique",
+                    failure_kind="too_similar",
                     failure=f"too similar (cosine {similarity.max_similarity:.2f}, limit "
                     f"{params.similarity_threshold:.2f}) to your question of round {earlier['round']}: "
                     f"{earlier['description'] or earlier['program'][:80]}",
@@ -151,8 +191,12 @@ async def run_generate(
         failures.append(FailedAttempt(attempt, record["failure"] or "invalid", parsed.program))
         print(f"round {job.round} {job.setter} attempt {attempt}: {record['failure_kind']}", file=sys.stderr)
     return {
-        "job_id": job.job_id, "round": job.round, "setter": job.setter, "strategy": params.strategy,
-        "attempts": attempts, "question": accepted,
+        "job_id": job.job_id,
+        "round": job.round,
+        "setter": job.setter,
+        "strategy": params.strategy,
+        "attempts": attempts,
+        "question": accepted,
         "history": [*history, accepted] if accepted is not None else history,
         "isolation": sandbox.isolation,
     }
@@ -165,43 +209,73 @@ async def run_answer(
     """One answerer's samples and p(correct) on every question of one round, in the job's mode
     (the schedule's choice for this answerer); a question whose exact answer came back without
     log-probabilities is sampled instead, and its rows say so."""
-    questions = round_questions(read_json(round_path(out, job.round_id)))
+    questions = round_questions(read_round(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
-    results = await gather_moves(*(
-        answer_question(player, q, job.mode, params.answering, params.seed) for q in questions
-    ))
+    results = await gather_moves(
+        *(answer_question(player, q, job.mode, params.answering, params.seed) for q in questions)
+    )
     samples = [row for rows, _ in results for row in rows]
     summaries = [summary_row(q, job.answerer, s["mode"], s, job.answer_only) for q, (_, s) in zip(questions, results)]
     fallen = sum(s["mode"] != job.mode for _, s in results)
     if fallen:
-        print(f"skate: {job.answerer} returned no log-probabilities on {fallen} of {len(results)} question(s) "
-              f"of round {job.round} (refused or not returned: a refusal is in the calls table's dropped_params); "
-              "those were answered by sampling", file=sys.stderr)
-    samples_frame = pl.DataFrame(samples, schema=_SAMPLE_DTYPES, orient="row") if samples else pl.DataFrame(schema=_SAMPLE_DTYPES)
-    summary_frame = pl.DataFrame(summaries, schema=_PCORRECT_DTYPES, orient="row") if summaries else pl.DataFrame(schema=_PCORRECT_DTYPES)
+        print(
+            f"skate: {job.answerer} returned no log-probabilities on {fallen} of {len(results)} question(s) "
+            f"of round {job.round} (refused or not returned: a refusal is in the calls table's dropped_params); "
+            "those were answered by sampling",
+            file=sys.stderr,
+        )
+    samples_frame = (
+        pl.DataFrame(samples, schema=_SAMPLE_DTYPES, orient="row") if samples else pl.DataFrame(schema=_SAMPLE_DTYPES)
+    )
+    summary_frame = (
+        pl.DataFrame(summaries, schema=_PCORRECT_DTYPES, orient="row")
+        if summaries
+        else pl.DataFrame(schema=_PCORRECT_DTYPES)
+    )
     return samples_frame, summary_frame
 
 
 _SAMPLE_DTYPES = {
-    "question_id": pl.String, "round": pl.Int64, "setter": pl.String, "answerer": pl.String,
-    "mode": pl.String, "sample_index": pl.Int64, "options": pl.String, "correct_letter": pl.String,
-    "reply": pl.String, "parsed": pl.String, "p_correct": pl.Float64, "letter_mass": pl.Float64,
+    "question_id": pl.String,
+    "round": pl.Int64,
+    "setter": pl.String,
+    "answerer": pl.String,
+    "mode": pl.String,
+    "sample_index": pl.Int64,
+    "options": pl.String,
+    "correct_letter": pl.String,
+    "reply": pl.String,
+    "parsed": pl.String,
+    "p_correct": pl.Float64,
+    "letter_mass": pl.Float64,
 }
 _PCORRECT_DTYPES = {
-    "question_id": pl.String, "round": pl.Int64, "setter": pl.String, "answerer": pl.String,
-    "mode": pl.String, "p_correct": pl.Float64, "std_error": pl.Float64, "samples": pl.Int64,
-    "answer_only": pl.Boolean, "outside_mass": pl.Float64, "unparsed_share": pl.Float64,
+    "question_id": pl.String,
+    "round": pl.Int64,
+    "setter": pl.String,
+    "answerer": pl.String,
+    "mode": pl.String,
+    "p_correct": pl.Float64,
+    "std_error": pl.Float64,
+    "samples": pl.Int64,
+    "answer_only": pl.Boolean,
+    "outside_mass": pl.Float64,
+    "unparsed_share": pl.Float64,
 }
 
 
-def write_answer(out: str | Path, job: AnswerJob, samples: pl.DataFrame, summary: pl.DataFrame, gateway: Gateway) -> None:
+def write_answer(
+    out: str | Path, job: AnswerJob, samples: pl.DataFrame, summary: pl.DataFrame, gateway: Gateway
+) -> None:
     paths = answer_paths(out, job.job_id)
     gateway.write_calls(paths["calls"])
     write_table(paths["samples"], samples, SamplesSchema, sort_by=["question_id", "answerer", "sample_index"])
     write_table(paths["pcorrect"], summary, PCorrectSchema, sort_by=["question_id", "answerer"])
 
 
-def write_generate(out: str | Path, record: dict[str, Any], gateway: Gateway) -> None:
-    path = generate_path(out, record["job_id"])
+def write_generate(out: str | Path, record: SkateGenerate | Mapping[str, Any], gateway: Gateway) -> None:
+    """Write the job's calls table, then its record (typed, or its JSON object, which is checked first)."""
+    typed = as_generate(record)
+    path = generate_path(out, typed.job_id)
     gateway.write_calls(path.with_suffix(".calls.parquet"))
-    write_json_atomic(path, record)
+    write_record(path, typed)

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -56,24 +56,31 @@ def _loaded(context: PlanContext) -> tuple[Any, Any]:
 def _history(context: PlanContext) -> dict[str, pl.DataFrame]:
     """Earlier runs' generate records and p(correct) tables (for tries and samples per model)."""
     if "skate-history" not in context.loaded:
-        from pipeline.skate.rounds import read_json
+        from pipeline.skate.records import read_generate
 
         out = context.path(OUT)
         tries = [
-            {"setter": r["setter"], "tries": len(r["attempts"]), "entered": r["question"] is not None}
-            for r in (read_json(p) for p in sorted(out.glob("generate/*.json")) if not p.name.endswith(".calls.json"))
+            {"setter": r.setter, "tries": len(r.attempts), "entered": r.question is not None}
+            for r in (
+                read_generate(p) for p in sorted(out.glob("generate/*.json")) if not p.name.endswith(".calls.json")
+            )
         ]
-        frames = [pl.read_parquet(p, columns=["answerer", "mode", "samples"]) for p in sorted(out.glob("answers/*.pcorrect.parquet"))]
+        frames = [
+            pl.read_parquet(p, columns=["answerer", "mode", "samples"])
+            for p in sorted(out.glob("answers/*.pcorrect.parquet"))
+        ]
         context.loaded["skate-history"] = {
             "tries": pl.DataFrame(tries, schema={"setter": pl.Utf8, "tries": pl.Int64, "entered": pl.Boolean}),
-            "samples": pl.concat(frames) if frames else pl.DataFrame(schema={"answerer": pl.Utf8, "mode": pl.Utf8, "samples": pl.Int64}),
+            "samples": pl.concat(frames)
+            if frames
+            else pl.DataFrame(schema={"answerer": pl.Utf8, "mode": pl.Utf8, "samples": pl.Int64}),
         }
     return context.loaded["skate-history"]
 
 
 def _mean(frame: pl.DataFrame, column: str, value: str, of: str) -> float | None:
     rows = frame.filter(pl.col(column) == value)
-    return float(rows[of].mean()) if rows.height else None
+    return float(cast(float, rows[of].mean())) if rows.height else None
 
 
 def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
@@ -92,10 +99,17 @@ def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimat
     # the setter's visible budget as its entry decides it, plus a reasoning model's allowance
     cap = planned_reply_tokens(entry, "set", params.generation.max_tokens, "skate")
     out = context.path(OUT)
-    cached, prompt = 0, prompt_tokens(setter_messages(
-        round_number=gen.round, rounds=params.rounds, context=render_context([], gen.setter, params.strategy),
-        failures=render_failures([], params.attempts),
-    ))
+    cached, prompt = (
+        0,
+        prompt_tokens(
+            setter_messages(
+                round_number=gen.round,
+                rounds=params.rounds,
+                context=render_context([], gen.setter, params.strategy),
+                failures=render_failures([], params.attempts),
+            )
+        ),
+    )
     if all(Path(context.root, f).exists() for f in generate_inputs(schedule, gen, OUT)):
         probe = ProbeGateway(context.models, root=str(context.root), answer_from_cache=False)
         with contextlib.redirect_stderr(io.StringIO()):  # its notes on placeholder tries are noise here
@@ -121,20 +135,36 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
     if answer.mode == "exact":
         per_question = settings.exact_option_sets
     else:
-        measured = _mean(_history(context)["samples"].filter(pl.col("mode") == "sampled"), "answerer", answer.answerer, "samples")
+        measured = _mean(
+            _history(context)["samples"].filter(pl.col("mode") == "sampled"), "answerer", answer.answerer, "samples"
+        )
         per_question = max(settings.min_samples, round(measured)) if measured is not None else settings.max_samples
-        note = "" if measured is not None else f"{answer.answerer}: adaptive, at most {settings.max_samples} samples per question"
+        note = (
+            ""
+            if measured is not None
+            else f"{answer.answerer}: adaptive, at most {settings.max_samples} samples per question"
+        )
     if answer.why_sampled:  # an exact-mode game samples this answerer (the schedule's choice)
         note = "; ".join(filter(None, [f"{answer.answerer} answers sampled: {answer.why_sampled}", note]))
     if context.path(f"{OUT}/rounds").joinpath(round_path("", answer.round_id).name).exists():
         fixed = settings.model_copy(update={"min_samples": per_question, "max_samples": per_question})
         probe = ProbeGateway(context.models, root=str(context.root))
-        asyncio.run(run_answer(params.model_copy(update={"answering": fixed}), context.models, answer, context.path(OUT), probe))
+        asyncio.run(
+            run_answer(params.model_copy(update={"answering": fixed}), context.models, answer, context.path(OUT), probe)
+        )
         paid = [r for r in probe.requests if not r.cached]
-        return [CallEstimate(
-            answer.answerer, "skate/answer", len(probe.requests), len(probe.requests) - len(paid),
-            sum(r.prompt_tokens for r in paid), sum(r.max_tokens for r in paid), note, batchable=True,
-        )]
+        return [
+            CallEstimate(
+                answer.answerer,
+                "skate/answer",
+                len(probe.requests),
+                len(probe.requests) - len(paid),
+                sum(r.prompt_tokens for r in paid),
+                sum(r.max_tokens for r in paid),
+                note,
+                batchable=True,
+            )
+        ]
     # a round's questions: each setter's share of rounds it entered a question in earlier runs, else 1
     tries = _history(context)["tries"].with_columns(pl.col("entered").cast(pl.Float64))
     shares = [_mean(tries, "setter", setter, "entered") for setter in params.players]
@@ -144,10 +174,27 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
     prompt = prompt_tokens(answer_messages(program, ("1", "2", "3", "4"), settings.few_shot))
     # exact: one token of visible reply; sampled: a letter (answering.max_tokens); plus any reasoning allowance
     cap = planned_reply_tokens(entry, "answer", 1 if answer.mode == "exact" else settings.max_tokens, "skate")
-    return [CallEstimate(answer.answerer, "skate/answer", calls, 0, calls * prompt, calls * cap,
-                         "; ".join(filter(None, [note, "questions not set yet: " + (
-                             "one per player assumed" if None in shares else "setters' earlier entry rates")])),
-                         batchable=True)]
+    return [
+        CallEstimate(
+            answer.answerer,
+            "skate/answer",
+            calls,
+            0,
+            calls * prompt,
+            calls * cap,
+            "; ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        "questions not set yet: "
+                        + ("one per player assumed" if None in shares else "setters' earlier entry rates"),
+                    ],
+                )
+            ),
+            batchable=True,
+        )
+    ]
 
 
 def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:

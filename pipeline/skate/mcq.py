@@ -122,9 +122,7 @@ def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[s
         text = token.strip()
         if len(text) == 1 and text.upper() in logps:
             logps[text.upper()].append(logprob)
-    merged = {
-        letter: math.log(sum(math.exp(v) for v in values)) for letter, values in logps.items() if values
-    }
+    merged = {letter: math.log(sum(math.exp(v) for v in values)) for letter, values in logps.items() if values}
     mass = sum(math.exp(v) for v in merged.values())
     if not merged:
         return {letter: 0.0 for letter in LETTERS}, 0.0
@@ -137,8 +135,16 @@ def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[s
     return {letter: weights.get(letter, 0.0) / total for letter in LETTERS}, mass
 
 
-def _request(question: Question, options: Sequence[str], correct: str, answerer: str, index: int,
-             max_tokens: int | None, top_logprobs: int | None, few_shot: int) -> MoveRequest:
+def _request(
+    question: Question,
+    options: Sequence[str],
+    correct: str,
+    answerer: str,
+    index: int,
+    max_tokens: int | None,
+    top_logprobs: int | None,
+    few_shot: int,
+) -> MoveRequest:
     from pipeline.core.models import MoveRequest
 
     return MoveRequest(
@@ -149,18 +155,40 @@ def _request(question: Question, options: Sequence[str], correct: str, answerer:
         max_tokens=max_tokens,
         top_logprobs=top_logprobs,
         sample_index=index,
-        state={"correct": correct, "setter": question.setter, "answerer": answerer,
-               "question_id": question.question_id},
+        state={
+            "correct": correct,
+            "setter": question.setter,
+            "answerer": answerer,
+            "question_id": question.question_id,
+        },
     )
 
 
-def _row(question: Question, answerer: str, mode: str, index: int, options: Sequence[str], correct: str,
-         reply: str, parsed: str | None, p_correct: float, letter_mass: float | None) -> dict[str, Any]:
+def _row(
+    question: Question,
+    answerer: str,
+    mode: str,
+    index: int,
+    options: Sequence[str],
+    correct: str,
+    reply: str,
+    parsed: str | None,
+    p_correct: float,
+    letter_mass: float | None,
+) -> dict[str, Any]:
     return {
-        "question_id": question.question_id, "round": question.round, "setter": question.setter,
-        "answerer": answerer, "mode": mode, "sample_index": index,
-        "options": "\n".join(options), "correct_letter": correct, "reply": reply, "parsed": parsed,
-        "p_correct": p_correct, "letter_mass": letter_mass,
+        "question_id": question.question_id,
+        "round": question.round,
+        "setter": question.setter,
+        "answerer": answerer,
+        "mode": mode,
+        "sample_index": index,
+        "options": "\n".join(options),
+        "correct_letter": correct,
+        "reply": reply,
+        "parsed": parsed,
+        "p_correct": p_correct,
+        "letter_mass": letter_mass,
     }
 
 
@@ -177,13 +205,31 @@ async def answer_sampled(
         )
         parsed = parse_answer(reply.text, options)
         hits += parsed == correct
-        rows.append(_row(question, player.name, "sampled", index, options, correct, reply.text, parsed,
-                         float(parsed == correct), None))
+        rows.append(
+            _row(
+                question,
+                player.name,
+                "sampled",
+                index,
+                options,
+                correct,
+                reply.text,
+                parsed,
+                float(parsed == correct),
+                None,
+            )
+        )
         if should_stop(hits, index + 1, settings):
             break
     n = len(rows)
-    return rows, {"mode": "sampled", "p_correct": hits / n, "std_error": standard_error(hits, n), "samples": n,
-                  "outside_mass": None, "unparsed_share": _unparsed_share(rows)}
+    return rows, {
+        "mode": "sampled",
+        "p_correct": hits / n,
+        "std_error": standard_error(hits, n),
+        "samples": n,
+        "outside_mass": None,
+        "unparsed_share": _unparsed_share(rows),
+    }
 
 
 def _unparsed_share(rows: Sequence[Mapping[str, Any]]) -> float:
@@ -240,14 +286,32 @@ async def answer_exact(
             raise NoLogprobs(f"{player.name}: no log-probabilities on {question.question_id} (option set {index})")
         distribution, mass = letter_distribution(reply.logprobs[0], temperature)
         p = distribution[correct] * (mass if settings.outside_letters == "count_wrong" else 1.0)
-        rows.append(_row(question, player.name, "exact", index, options, correct, reply.text,
-                         parse_answer(reply.text, options), min(1.0, p), min(1.0, mass)))
+        rows.append(
+            _row(
+                question,
+                player.name,
+                "exact",
+                index,
+                options,
+                correct,
+                reply.text,
+                parse_answer(reply.text, options),
+                min(1.0, p),
+                min(1.0, mass),
+            )
+        )
     values = [r["p_correct"] for r in rows]
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1) / len(values))
     outside = 1.0 - sum(r["letter_mass"] for r in rows) / len(rows)
-    return rows, {"mode": "exact", "p_correct": mean, "std_error": spread, "samples": len(rows),
-                  "outside_mass": max(0.0, outside), "unparsed_share": _unparsed_share(rows)}
+    return rows, {
+        "mode": "exact",
+        "p_correct": mean,
+        "std_error": spread,
+        "samples": len(rows),
+        "outside_mass": max(0.0, outside),
+        "unparsed_share": _unparsed_share(rows),
+    }
 
 
 async def answer_question(
@@ -264,10 +328,19 @@ async def answer_question(
     return await answer_sampled(player, question, settings, game_seed)
 
 
-def summary_row(question: Question, answerer: str, mode: str, summary: Mapping[str, Any], answer_only: bool) -> dict[str, Any]:
+def summary_row(
+    question: Question, answerer: str, mode: str, summary: Mapping[str, Any], answer_only: bool
+) -> dict[str, Any]:
     return {
-        "question_id": question.question_id, "round": question.round, "setter": question.setter,
-        "answerer": answerer, "mode": mode, "p_correct": summary["p_correct"],
-        "std_error": summary["std_error"], "samples": summary["samples"], "answer_only": answer_only,
-        "outside_mass": summary["outside_mass"], "unparsed_share": summary["unparsed_share"],
+        "question_id": question.question_id,
+        "round": question.round,
+        "setter": question.setter,
+        "answerer": answerer,
+        "mode": mode,
+        "p_correct": summary["p_correct"],
+        "std_error": summary["std_error"],
+        "samples": summary["samples"],
+        "answer_only": answer_only,
+        "outside_mass": summary["outside_mass"],
+        "unparsed_share": summary["unparsed_share"],
     }

@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 CONFIDENT = 0.5
+
+
+def _series_mean(series: pl.Series) -> float:
+    """A numeric column's mean (polars types it as any scalar; a numeric column gives a number)."""
+    return cast(float, series.mean())
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -72,24 +77,36 @@ def skills(pcorrect: pl.DataFrame, models: Sequence[str], setters: Sequence[str]
 
 def variance_table(pcorrect: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
     """One row per answered question: population variance of p(correct) across answerers."""
-    accepted = {
-        r["question_id"]: r for r in questions.filter(pl.col("status") == "accepted").iter_rows(named=True)
-    }
+    accepted = {r["question_id"]: r for r in questions.filter(pl.col("status") == "accepted").iter_rows(named=True)}
     rows = []
     for question_id, q in sorted(_by_question(pcorrect).items()):
         values = list(q["p"].values())
         mean = sum(values) / len(values)
         source = accepted.get(question_id, {})
-        rows.append({
-            "question_id": question_id, "round": q["round"], "setter": q["setter"],
-            "variance": sum((v - mean) ** 2 for v in values) / len(values), "answerers": len(values),
-            "description": source.get("description") or "", "program": source.get("program") or "",
-            "answer": source.get("answer") or "",
-            "p_correct_by_answerer": json.dumps({k: round(v, 4) for k, v in sorted(q["p"].items())}),
-        })
-    schema = {"question_id": pl.String, "round": pl.Int64, "setter": pl.String, "variance": pl.Float64,
-              "answerers": pl.Int64, "description": pl.String, "program": pl.String, "answer": pl.String,
-              "p_correct_by_answerer": pl.String}
+        rows.append(
+            {
+                "question_id": question_id,
+                "round": q["round"],
+                "setter": q["setter"],
+                "variance": sum((v - mean) ** 2 for v in values) / len(values),
+                "answerers": len(values),
+                "description": source.get("description") or "",
+                "program": source.get("program") or "",
+                "answer": source.get("answer") or "",
+                "p_correct_by_answerer": json.dumps({k: round(v, 4) for k, v in sorted(q["p"].items())}),
+            }
+        )
+    schema = {
+        "question_id": pl.String,
+        "round": pl.Int64,
+        "setter": pl.String,
+        "variance": pl.Float64,
+        "answerers": pl.Int64,
+        "description": pl.String,
+        "program": pl.String,
+        "answer": pl.String,
+        "p_correct_by_answerer": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
@@ -113,8 +130,15 @@ def cumulative_by_round(pcorrect: pl.DataFrame, rounds: int, setters: Sequence[s
                 if upto:
                     rows.append((setter, panel, r, sum(upto) / len(upto), len(upto)))
     return pl.DataFrame(
-        rows, schema={"setter": pl.String, "questions": pl.String, "round": pl.Int64,
-                      "cumulative_p_correct": pl.Float64, "n": pl.Int64}, orient="row",
+        rows,
+        schema={
+            "setter": pl.String,
+            "questions": pl.String,
+            "round": pl.Int64,
+            "cumulative_p_correct": pl.Float64,
+            "n": pl.Int64,
+        },
+        orient="row",
     )
 
 
@@ -133,9 +157,16 @@ def _sequential_ranks(sequential: dict[tuple[str, str], tuple[float, float]], mo
 
 
 def metrics_json(
-    ratings: pl.DataFrame, pcorrect: pl.DataFrame, questions: pl.DataFrame, setter_rounds: pl.DataFrame,
-    models: Sequence[str], primary: str = "relative", *, setters: Sequence[str] | None = None,
-    history: pl.DataFrame | None = None, headline: str = "multipass",
+    ratings: pl.DataFrame,
+    pcorrect: pl.DataFrame,
+    questions: pl.DataFrame,
+    setter_rounds: pl.DataFrame,
+    models: Sequence[str],
+    primary: str = "relative",
+    *,
+    setters: Sequence[str] | None = None,
+    history: pl.DataFrame | None = None,
+    headline: str = "multipass",
 ) -> dict[str, dict[str, float | int | None]]:
     """{model: {metric: value}}: numbers only, null where a metric does not apply.
 
@@ -168,28 +199,37 @@ def metrics_json(
             mu, sigma = sequential[(primary, model)]
             entry["trueskill_sequential_mu"], entry["trueskill_sequential_sigma"] = round(mu, 4), round(sigma, 4)
             if headline == "sequential":
-                entry.update(trueskill_mu=round(mu, 4), trueskill_sigma=round(sigma, 4),
-                             trueskill_mu_lo=None, trueskill_mu_hi=None, trueskill_rank=sequential_rank[model],
-                             trueskill_rank_lo=None, trueskill_rank_hi=None, trueskill_resamples=0)
+                entry.update(
+                    trueskill_mu=round(mu, 4),
+                    trueskill_sigma=round(sigma, 4),
+                    trueskill_mu_lo=None,
+                    trueskill_mu_hi=None,
+                    trueskill_rank=sequential_rank[model],
+                    trueskill_rank_lo=None,
+                    trueskill_rank_hi=None,
+                    trueskill_resamples=0,
+                )
         for name, value in skill[model].items():
             entry[name] = None if value is None else round(value, 4)
         answered = pcorrect.filter(pl.col("answerer") == model)
         entry["questions_answered"] = answered.height
-        entry["p_correct_mean"] = round(answered["p_correct"].mean(), 4) if answered.height else None
-        entry["answer_calls_mean"] = round(answered["samples"].mean(), 2) if answered.height else None
+        entry["p_correct_mean"] = round(_series_mean(answered["p_correct"]), 4) if answered.height else None
+        entry["answer_calls_mean"] = round(_series_mean(answered["samples"]), 2) if answered.height else None
         # how this model answered: 1 when every p(correct) came from log-probabilities; exact_share
         # is the share of its questions scored so (0: sampled, e.g. a reasoning model in an exact game)
         entry["exact_mode"] = int(answered.height > 0 and bool((answered["mode"] == "exact").all()))
-        entry["exact_share"] = round(float((answered["mode"] == "exact").mean()), 4) if answered.height else None
+        entry["exact_share"] = round(float(_series_mean(answered["mode"] == "exact")), 4) if answered.height else None
         if "outside_mass" in answered.columns:  # how much of the answer distribution was not a letter
             outside = answered["outside_mass"].drop_nulls()
-            entry["outside_mass_mean"] = round(outside.mean(), 4) if outside.len() else None
-            entry["unparsed_share"] = round(answered["unparsed_share"].mean(), 4) if answered.height else None
+            entry["outside_mass_mean"] = round(_series_mean(outside), 4) if outside.len() else None
+            entry["unparsed_share"] = round(_series_mean(answered["unparsed_share"]), 4) if answered.height else None
         mine = setter_rounds.filter(pl.col("setter") == model)
         if mine.height:
             entry["questions_entered"] = mine.filter(pl.col("outcome") == "question").height
             attempts = questions.filter(pl.col("setter") == model)
             entry["attempts"] = attempts.height
-            entry["valid_rate"] = round(attempts.filter(pl.col("status") != "invalid").height / max(1, attempts.height), 4)
+            entry["valid_rate"] = round(
+                attempts.filter(pl.col("status") != "invalid").height / max(1, attempts.height), 4
+            )
         result[model] = entry
     return result

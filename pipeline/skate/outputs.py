@@ -1,34 +1,51 @@
-"""The files of the stage's closing jobs (imported at Snakefile parse time: keep it light)."""
+"""What SKATE's closing jobs write, declared once: benchmark.py declares `WRITES`, and the rules and
+the report read these lists. A leaf module, so that neither needs the declaration (which imports the
+command line) to know its files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-RATE_TABLES: tuple[str, ...] = (
-    "questions", "setter_rounds", "samples", "pcorrect", "calls", "ratings", "rating_history",
-)
-PLOTS: tuple[str, ...] = (
-    "trueskill_history", "asking_vs_answering", "cumulative_p_correct", "self_preference", "p_correct_variance",
-)
+from pipeline.core.run.registry import plot_files
+
+#: the tables `rate` writes (<name>.parquet)
+RATE_TABLES = ("questions", "setter_rounds", "samples", "pcorrect", "calls", "ratings", "rating_history")
+#: the plots `report` draws
+PLOTS = ("trueskill_history", "asking_vs_answering", "cumulative_p_correct", "self_preference", "p_correct_variance")
+
+#: what each verb's rule writes, relative to results/skate/ (the declaration's `writes`)
+WRITES: dict[str, tuple[str, ...]] = {
+    "rate": tuple(f"{table}.parquet" for table in RATE_TABLES),
+    "report": ("metrics.json", "variance.parquet", "points_of_difference.md", *plot_files(*PLOTS)),
+    "analyse": (
+        "analyses/stability.parquet",
+        "analyses/answer_only.parquet",
+        "analyses/game_analyses.json",
+        *plot_files("stability", "answer_only", folder="analyses/plots"),
+    ),
+    "compare-strategies": (
+        "analyses/strategies.parquet",
+        "analyses/strategies.json",
+        *plot_files("strategies", folder="analyses/plots"),
+    ),
+}
+
+
+def _written(verb: str, out: str | Path) -> list[str]:
+    return [f"{out}/{path}" for path in WRITES[verb]]
 
 
 def rate_outputs(out: str | Path) -> list[str]:
-    return [str(Path(out) / f"{name}.parquet") for name in RATE_TABLES]
+    return _written("rate", out)
 
 
 def report_outputs(out: str | Path) -> list[str]:
-    folder = Path(out)
-    files = [str(folder / "metrics.json"), str(folder / "variance.parquet"), str(folder / "points_of_difference.md")]
-    files += [str(folder / "plots" / f"{name}.{fmt}") for name in PLOTS for fmt in ("html", "png", "svg")]
-    return files
+    return _written("report", out)
 
 
 def analysis_outputs(out: str | Path) -> list[str]:
     """Stability and answer-only re-ranking (from the game's own tables)."""
-    folder = Path(out) / "analyses"
-    files = [str(folder / name) for name in ("stability.parquet", "answer_only.parquet", "game_analyses.json")]
-    files += [str(folder / "plots" / f"{name}.{fmt}") for name in ("stability", "answer_only") for fmt in ("html", "png", "svg")]
-    return files
+    return _written("analyse", out)
 
 
 def strategy_game_output(out: str | Path, strategy: str) -> str:
@@ -36,6 +53,4 @@ def strategy_game_output(out: str | Path, strategy: str) -> str:
 
 
 def strategy_outputs(out: str | Path) -> list[str]:
-    folder = Path(out) / "analyses"
-    return [str(folder / "strategies.parquet"), str(folder / "strategies.json")] + [
-        str(folder / "plots" / f"strategies.{fmt}") for fmt in ("html", "png", "svg")]
+    return _written("compare-strategies", out)

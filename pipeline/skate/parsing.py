@@ -19,8 +19,13 @@ _HEADER = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _SECTION_OF = {
-    "description": "description", "behaviour": "description", "behavior": "description",
-    "concept": "description", "program": "program", "code": "program", "python": "program",
+    "description": "description",
+    "behaviour": "description",
+    "behavior": "description",
+    "concept": "description",
+    "program": "program",
+    "code": "program",
+    "python": "program",
 }
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_LANGS = {"", "python", "py", "python3", "py3"}
@@ -59,7 +64,7 @@ def _sections(reply: str) -> dict[str, str]:
         word = match.group(1).lower()
         kind = _SECTION_OF.get(word, "distractors")
         end = found[index + 1].start() if index + 1 < len(found) else len(reply)
-        body = (match.group(2) + "\n" + reply[match.end():end]).strip("\n")
+        body = (match.group(2) + "\n" + reply[match.end() : end]).strip("\n")
         sections.setdefault(kind, body)
     return sections
 
@@ -118,9 +123,7 @@ def parse_question(reply: str) -> ParsedQuestion:
     if not blocks:
         return ParsedQuestion(description, None, distractors, "no program found in the reply")
     if len(blocks) > 1:
-        return ParsedQuestion(
-            description, None, distractors, f"{len(blocks)} programs in the reply; write exactly one"
-        )
+        return ParsedQuestion(description, None, distractors, f"{len(blocks)} programs in the reply; write exactly one")
     return ParsedQuestion(description, blocks[0], distractors)
 
 

@@ -21,8 +21,13 @@ from pipeline.skate.schedule import build_schedule
 
 
 def play_game(
-    params: SkateParams, models: ModelsParams, out: str | Path, *, report: bool = True,
-    sandbox: Sandbox | None = None, cache_dir: str | Path | None = None,
+    params: SkateParams,
+    models: ModelsParams,
+    out: str | Path,
+    *,
+    report: bool = True,
+    sandbox: Sandbox | None = None,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Play every round, rate, and (when `report`) write metrics and plots; returns the metrics
     (or the rate summary without a report)."""
@@ -36,9 +41,9 @@ def play_game(
             write_generate(out, record, gateway)
         write_round(out, run_round(params, schedule.rounds[r], out))
         for answerer in params.answerers:
-            job = schedule.answers[(r, answerer)]
-            gateway = Gateway(models, job=f"skate/answer/{job.job_id}", cache_dir=cache_dir)
-            samples, summary = asyncio.run(run_answer(params, models, job, out, gateway))
-            write_answer(out, job, samples, summary, gateway)
+            answer_job = schedule.answers[(r, answerer)]
+            gateway = Gateway(models, job=f"skate/answer/{answer_job.job_id}", cache_dir=cache_dir)
+            samples, pcorrect = asyncio.run(run_answer(params, models, answer_job, out, gateway))
+            write_answer(out, answer_job, samples, pcorrect, gateway)
     summary = write_rate(params, schedule, out, out)
     return write_report(params, out) if report else summary

@@ -47,7 +47,8 @@ def question_games(
     """Games per question in game order (round, then setter order), pairs in name order."""
     order = {s: i for i, s in enumerate(setter_order)}
     questions = (
-        pcorrect.select("question_id", "round", "setter").unique()
+        pcorrect.select("question_id", "round", "setter")
+        .unique()
         .with_columns(pl.col("setter").replace_strict(order, default=len(order)).alias("_order"))
         .sort(["round", "_order", "question_id"])
     )
@@ -67,14 +68,21 @@ def question_games(
 BOOTSTRAP_RESAMPLES = 100
 
 
-def ratings(games: Sequence[QuestionGames], params: RatingParams, passes: int, seed: int, mode: str,
-            resamples: int = BOOTSTRAP_RESAMPLES) -> pl.DataFrame:
+def ratings(
+    games: Sequence[QuestionGames],
+    params: RatingParams,
+    passes: int,
+    seed: int,
+    mode: str,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> pl.DataFrame:
     """mode, player, mu, sigma, mu_sd, mu_lo, mu_hi, rank, rank_lo, rank_hi, events, passes
     (`rating_summary`; each resample is rated with the same number of passes)."""
     events = [g for q in games for g in q.games]
     frame = rating_summary(events, params, passes, seed, resamples=resamples)
     return frame.with_columns(pl.lit(mode).alias("mode"), pl.lit(passes, pl.Int64).alias("passes")).select(
-        "mode", *frame.columns, "passes")
+        "mode", *frame.columns, "passes"
+    )
 
 
 def history(games: Sequence[QuestionGames], params: RatingParams, mode: str) -> pl.DataFrame:
@@ -89,7 +97,14 @@ def history(games: Sequence[QuestionGames], params: RatingParams, mode: str) -> 
             rows.append((mode, step, question.round, question.question_id, player, rating.mu, rating.sigma))
     return pl.DataFrame(
         rows,
-        schema={"mode": pl.String, "step": pl.Int64, "round": pl.Int64, "question_id": pl.String,
-                "player": pl.String, "mu": pl.Float64, "sigma": pl.Float64},
+        schema={
+            "mode": pl.String,
+            "step": pl.Int64,
+            "round": pl.Int64,
+            "question_id": pl.String,
+            "player": pl.String,
+            "mu": pl.Float64,
+            "sigma": pl.Float64,
+        },
         orient="row",
     )

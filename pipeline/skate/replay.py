@@ -38,19 +38,32 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
     for q in shown:
         rows = sorted(answers.get(q["question_id"], []), key=lambda a: (-a["p_correct"], a["answerer"]))
         mean = sum(a["p_correct"] for a in rows) / len(rows) if rows else None
-        pages.append(GamePage(
-            key=safe_key(q["question_id"]),
-            cells=[q["question_id"], str(q["round"]), q["setter"], num(mean), str(len(rows))],
-            title=f"SKATE question {q['question_id']}",
-            context={
-                "q": q, "options": options(q["answer"], q["distractors"]),
-                "answers": [{"model": a["answerer"], "p": num(a["p_correct"], 3), "width": round(120 * a["p_correct"]),
-                             "se": num(a["std_error"], 3), "mode": a["mode"], "samples": a["samples"]} for a in rows],
-            },
-        ))
+        pages.append(
+            GamePage(
+                key=safe_key(q["question_id"]),
+                cells=[q["question_id"], str(q["round"]), q["setter"], num(mean), str(len(rows))],
+                title=f"SKATE question {q['question_id']}",
+                context={
+                    "q": q,
+                    "options": options(q["answer"], q["distractors"]),
+                    "answers": [
+                        {
+                            "model": a["answerer"],
+                            "p": num(a["p_correct"], 3),
+                            "width": round(120 * a["p_correct"]),
+                            "se": num(a["std_error"], 3),
+                            "mode": a["mode"],
+                            "samples": a["samples"],
+                        }
+                        for a in rows
+                    ],
+                },
+            )
+        )
     note = f"Pages for the first {len(shown)} of {len(accepted)} questions." if len(shown) < len(accepted) else ""
-    return ReplaySet(TEMPLATE, ["question", "round", "setter", "mean p(correct)", "answerers"],
-                     "Questions", pages, note)
+    return ReplaySet(
+        TEMPLATE, ["question", "round", "setter", "mean p(correct)", "answerers"], "Questions", pages, note
+    )
 
 
 # the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html

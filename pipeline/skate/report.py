@@ -16,9 +16,9 @@ from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, 
 from pipeline.core.models import empty_at_limit_counts
 from pipeline.skate.config import SkateParams
 from pipeline.skate.metrics import cumulative_by_round, metrics_json, skills, variance_table
-from pipeline.skate.outputs import rate_outputs, report_outputs  # noqa: F401  (re-exported)
 from pipeline.skate.plots import write_plots
 from pipeline.skate.ranking import MODES, history, question_games, ratings
+from pipeline.skate.records import read_generate
 from pipeline.skate.schedule import Schedule, answer_paths, generate_path
 from pipeline.skate.schemas import (
     PCorrectSchema,
@@ -34,32 +34,67 @@ from pipeline.skate.schemas import (
 def _questions_tables(schedule: Schedule, out: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     attempts, setter_rounds = [], []
     for job in schedule.generate.values():
-        record = json.loads(generate_path(out, job.job_id).read_text(encoding="utf-8"))
-        for a in record["attempts"]:
-            attempts.append({
-                "round": record["round"], "setter": record["setter"], "attempt": a["attempt"],
-                "status": a["status"], "failure_kind": a["failure_kind"], "failure": a["failure"],
-                "question_id": a["question_id"], "description": a["description"], "program": a["program"],
-                "answer": a["answer"], "distractors": json.dumps(a["distractors"], ensure_ascii=False),
-                "n_distractors": len(a["distractors"]), "max_similarity": a["max_similarity"],
-                "similar_to": a["similar_to"], "reply": a["reply"], "generate_job": job.job_id,
-            })
-        question = record["question"]
-        setter_rounds.append({
-            "round": record["round"], "setter": record["setter"],
-            "question_id": None if question is None else question["question_id"],
-            "attempts_used": len(record["attempts"]),
-            "outcome": "no_question" if question is None else "question",
-        })
-    q_schema = {"round": pl.Int64, "setter": pl.String, "attempt": pl.Int64, "status": pl.String,
-                "failure_kind": pl.String, "failure": pl.String, "question_id": pl.String,
-                "description": pl.String, "program": pl.String, "answer": pl.String, "distractors": pl.String,
-                "n_distractors": pl.Int64, "max_similarity": pl.Float64, "similar_to": pl.String,
-                "reply": pl.String, "generate_job": pl.String}
-    s_schema = {"round": pl.Int64, "setter": pl.String, "question_id": pl.String, "attempts_used": pl.Int64,
-                "outcome": pl.String}
-    return (pl.DataFrame(attempts, schema=q_schema, orient="row"),
-            pl.DataFrame(setter_rounds, schema=s_schema, orient="row"))
+        record = read_generate(generate_path(out, job.job_id))
+        for a in record.attempts:
+            attempts.append(
+                {
+                    "round": record.round,
+                    "setter": record.setter,
+                    "attempt": a.attempt,
+                    "status": a.status,
+                    "failure_kind": a.failure_kind,
+                    "failure": a.failure,
+                    "question_id": a.question_id,
+                    "description": a.description,
+                    "program": a.program,
+                    "answer": a.answer,
+                    "distractors": json.dumps(a.distractors, ensure_ascii=False),
+                    "n_distractors": len(a.distractors),
+                    "max_similarity": a.max_similarity,
+                    "similar_to": a.similar_to,
+                    "reply": a.reply,
+                    "generate_job": job.job_id,
+                }
+            )
+        question = record.question
+        setter_rounds.append(
+            {
+                "round": record.round,
+                "setter": record.setter,
+                "question_id": None if question is None else question.question_id,
+                "attempts_used": len(record.attempts),
+                "outcome": "no_question" if question is None else "question",
+            }
+        )
+    q_schema = {
+        "round": pl.Int64,
+        "setter": pl.String,
+        "attempt": pl.Int64,
+        "status": pl.String,
+        "failure_kind": pl.String,
+        "failure": pl.String,
+        "question_id": pl.String,
+        "description": pl.String,
+        "program": pl.String,
+        "answer": pl.String,
+        "distractors": pl.String,
+        "n_distractors": pl.Int64,
+        "max_similarity": pl.Float64,
+        "similar_to": pl.String,
+        "reply": pl.String,
+        "generate_job": pl.String,
+    }
+    s_schema = {
+        "round": pl.Int64,
+        "setter": pl.String,
+        "question_id": pl.String,
+        "attempts_used": pl.Int64,
+        "outcome": pl.String,
+    }
+    return (
+        pl.DataFrame(attempts, schema=q_schema, orient="row"),
+        pl.DataFrame(setter_rounds, schema=s_schema, orient="row"),
+    )
 
 
 def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, out: str | Path) -> dict[str, Any]:
@@ -73,35 +108,66 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
         # each answerer's estimator is the schedule's (an exact job may sample single questions
         # whose log-probabilities did not come back; a sampled job never holds exact rows)
         if job.mode == "sampled" and not table.filter(pl.col("mode") == "exact").is_empty():
-            raise ValueError(f"answer job {job.job_id} ({job.answerer}) is scheduled sampled but its p(correct) "
-                             "table holds exact rows (a stale file?); delete it and rerun the job")
+            raise ValueError(
+                f"answer job {job.job_id} ({job.answerer}) is scheduled sampled but its p(correct) "
+                "table holds exact rows (a stale file?); delete it and rerun the job"
+            )
     pcorrect = pl.concat(tables)
     calls = [read_table(answer_paths(games_dir, a.job_id)["calls"], CallsSchema) for a in answers]
-    calls += [read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
-              for g in schedule.generate.values()]
+    calls += [
+        read_table(generate_path(games_dir, g.job_id).with_suffix(".calls.parquet"), CallsSchema)
+        for g in schedule.generate.values()
+    ]
     rating_params = params.ranking.rating_params()
     rating_frames, history_frames = [], []
     events = 0
     for mode in MODES:
-        games = question_games(pcorrect, mode, params.answering.sigma_stop, params.ranking.pass_threshold, params.players)
+        games = question_games(
+            pcorrect, mode, params.answering.sigma_stop, params.ranking.pass_threshold, params.players
+        )
         events += sum(len(g.games) for g in games)
-        rating_frames.append(ratings(games, rating_params, params.ranking.passes, params.seed, mode,
-                                     resamples=params.ranking.bootstrap_resamples))
+        rating_frames.append(
+            ratings(
+                games,
+                rating_params,
+                params.ranking.passes,
+                params.seed,
+                mode,
+                resamples=params.ranking.bootstrap_resamples,
+            )
+        )
         history_frames.append(history(games, rating_params, mode))
     write_table(out / "questions.parquet", questions, QuestionsSchema, sort_by=["round", "setter", "attempt"])
     write_table(out / "setter_rounds.parquet", setter_rounds, SetterRoundsSchema, sort_by=["round", "setter"])
-    write_table(out / "samples.parquet", samples, SamplesSchema, sort_by=["round", "question_id", "answerer", "sample_index"])
+    write_table(
+        out / "samples.parquet", samples, SamplesSchema, sort_by=["round", "question_id", "answerer", "sample_index"]
+    )
     write_table(out / "pcorrect.parquet", pcorrect, PCorrectSchema, sort_by=["round", "question_id", "answerer"])
-    write_table(out / "calls.parquet", pl.concat(calls), CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
+    write_table(
+        out / "calls.parquet", pl.concat(calls), CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"]
+    )
     write_table(out / "ratings.parquet", pl.concat(rating_frames), SkateRatingsSchema, sort_by=["mode", "player"])
-    write_table(out / "rating_history.parquet", pl.concat(history_frames), RatingHistorySchema, sort_by=["mode", "step", "player"])
-    return {"questions": pcorrect["question_id"].n_unique(), "attempts": questions.height,
-            "samples": samples.height, "events": events}
+    write_table(
+        out / "rating_history.parquet",
+        pl.concat(history_frames),
+        RatingHistorySchema,
+        sort_by=["mode", "step", "player"],
+    )
+    return {
+        "questions": pcorrect["question_id"].n_unique(),
+        "attempts": questions.height,
+        "samples": samples.height,
+        "events": events,
+    }
 
 
 def _points_of_difference(variance: pl.DataFrame, limit: int = 5) -> str:
-    lines = ["# Points of difference", "",
-             "Questions on which the models' p(correct) differ most (variance across answerers).", ""]
+    lines = [
+        "# Points of difference",
+        "",
+        "Questions on which the models' p(correct) differ most (variance across answerers).",
+        "",
+    ]
     top = variance.sort(["variance", "question_id"], descending=[True, False]).head(limit)
     if top.height == 0:
         lines.append("No question was answered.")
@@ -109,8 +175,17 @@ def _points_of_difference(variance: pl.DataFrame, limit: int = 5) -> str:
         scores = ", ".join(f"{k} {v:.2f}" for k, v in json.loads(row["p_correct_by_answerer"]).items())
         lines += [
             f"## {row['question_id']} (round {row['round']}, set by {row['setter']}), variance {row['variance']:.3f}",
-            "", f"{row['description']}", "", "```python", row["program"], "```", "",
-            f"Output: `{row['answer']}`", "", f"p(correct): {scores}", "",
+            "",
+            f"{row['description']}",
+            "",
+            "```python",
+            row["program"],
+            "```",
+            "",
+            f"Output: `{row['answer']}`",
+            "",
+            f"p(correct): {scores}",
+            "",
         ]
     return "\n".join(lines) + "\n"
 
@@ -127,17 +202,35 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
     write_table(out / "variance.parquet", variance, VarianceSchema, sort_by=["question_id"])
     write_text_atomic(out / "points_of_difference.md", _points_of_difference(variance))
     skill_rows = [{"model": m, **values} for m, values in skills(pcorrect, models, params.players).items()]
-    skill_frame = pl.DataFrame(skill_rows, schema={
-        "model": pl.String, "answering_skill": pl.Float64, "asking_skill": pl.Float64,
-        "self_preference": pl.Float64, "self_preference_confident": pl.Float64,
-        "p_correct_own_questions": pl.Float64,
-    }, orient="row")
-    metrics = metrics_json(rating_table, pcorrect, questions, setter_rounds, models, params.ranking.primary,
-                           setters=params.players, history=rating_history, headline=params.ranking.headline)
+    skill_frame = pl.DataFrame(
+        skill_rows,
+        schema={
+            "model": pl.String,
+            "answering_skill": pl.Float64,
+            "asking_skill": pl.Float64,
+            "self_preference": pl.Float64,
+            "self_preference_confident": pl.Float64,
+            "p_correct_own_questions": pl.Float64,
+        },
+        orient="row",
+    )
+    metrics = metrics_json(
+        rating_table,
+        pcorrect,
+        questions,
+        setter_rounds,
+        models,
+        params.ranking.primary,
+        setters=params.players,
+        history=rating_history,
+        headline=params.ranking.headline,
+    )
     # replies cut by the token limit before any visible text (a reasoning model out of allowance)
     starved = empty_at_limit_counts(read_table(out / "calls.parquet", CallsSchema))
     for model, entry in metrics.items():
         entry["empty_at_token_limit"] = starved.get(model, 0)
     write_json_atomic(out / "metrics.json", metrics)
-    write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds, params.players), variance)
+    write_plots(
+        out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds, params.players), variance
+    )
     return metrics

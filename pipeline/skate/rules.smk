@@ -5,6 +5,7 @@
 # each retry must be told why the last attempt failed.
 from pathlib import Path
 
+# The files `rate`, `report` and the analyses write are declared once, in benchmark.py (skate.outputs).
 from pipeline.skate.workflow import (
     SkateWorkflow,
     analysis_outputs,
@@ -17,7 +18,8 @@ from pipeline.skate.workflow import (
 SKATE_PARAMS = f"{PARAMS_DIR}/skate.yaml"  # PARAMS_DIR: the Snakefile's params directory
 SKATE_MODELS = f"{PARAMS_DIR}/models.yaml"
 SKATE_OUT = "results/skate"
-SKATE = SkateWorkflow(SKATE_PARAMS, SKATE_MODELS, SKATE_OUT)
+# unreadable params schedule nothing and stop skate's targets (PARAMS_PROBLEMS, the rate rule's guard)
+SKATE = SkateWorkflow(SKATE_PARAMS, SKATE_MODELS, SKATE_OUT, PARAMS_PROBLEMS)
 # the params file is an input only of the jobs it decides as a whole (a job's id covers the rest)
 SKATE_INPUTS = f"--params {SKATE_PARAMS} --models {SKATE_MODELS}"
 SKATE_ARGS = f"{SKATE_INPUTS} --out {SKATE_OUT}"
@@ -29,14 +31,14 @@ rule skate_generate:
     output:
         record=f"{SKATE_OUT}/generate/{{gen_id}}.json",
         calls=f"{SKATE_OUT}/generate/{{gen_id}}.calls.parquet",
-    wildcard_constraints:
-        gen_id="[0-9a-f]{16}",
-    params:
-        args=SKATE_ARGS,
     log:
         f"{SKATE_OUT}/logs/generate/{{gen_id}}.log",
+    wildcard_constraints:
+        gen_id="[0-9a-f]{16}",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
     shell:
         "python -m pipeline skate play {wildcards.gen_id} {params.args} 2> {log}"
 
@@ -46,14 +48,14 @@ rule skate_round:
         lambda wc: SKATE.round_inputs(wc.round_id),
     output:
         f"{SKATE_OUT}/rounds/{{round_id}}.json",
-    wildcard_constraints:
-        round_id="[0-9a-f]{16}",
-    params:
-        args=SKATE_ARGS,
     log:
         f"{SKATE_OUT}/logs/rounds/{{round_id}}.log",
+    wildcard_constraints:
+        round_id="[0-9a-f]{16}",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
     shell:
         "python -m pipeline skate play {wildcards.round_id} {params.args} 2> {log}"
 
@@ -65,14 +67,14 @@ rule skate_answer:
         samples=f"{SKATE_OUT}/answers/{{answer_id}}.samples.parquet",
         pcorrect=f"{SKATE_OUT}/answers/{{answer_id}}.pcorrect.parquet",
         calls=f"{SKATE_OUT}/answers/{{answer_id}}.calls.parquet",
-    wildcard_constraints:
-        answer_id="[0-9a-f]{16}",
-    params:
-        args=SKATE_ARGS,
     log:
         f"{SKATE_OUT}/logs/answers/{{answer_id}}.log",
+    wildcard_constraints:
+        answer_id="[0-9a-f]{16}",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
     shell:
         "python -m pipeline skate play {wildcards.answer_id} {params.args} 2> {log}"
 
@@ -84,13 +86,13 @@ rule skate_rate:
         guard=params_guard(PARAMS_PROBLEMS, "skate"),  # names that resolve to nothing stop here
     output:
         rate_outputs(SKATE_OUT),
-    params:
-        args=SKATE_ARGS,
-        settings=SKATE.settings,
     log:
         f"{SKATE_OUT}/logs/rate.log",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
+        settings=SKATE.settings,
     shell:
         "python -m pipeline skate rate {params.args} 2> {log}"
 
@@ -101,13 +103,13 @@ rule skate_report:
         params=SKATE_PARAMS,
     output:
         report_outputs(SKATE_OUT),
-    params:
-        args=SKATE_ARGS,
-        settings=SKATE.settings,
     log:
         f"{SKATE_OUT}/logs/report.log",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
+        settings=SKATE.settings,
     shell:
         "python -m pipeline skate report {params.args} 2> {log}"
 
@@ -121,13 +123,13 @@ rule skate_analyses:
         params=SKATE_PARAMS,
     output:
         analysis_outputs(SKATE_OUT),
-    params:
-        args=SKATE_ARGS,
-        settings=SKATE.settings,
     log:
         f"{SKATE_OUT}/logs/analyses.log",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
+        settings=SKATE.settings,
     shell:
         "python -m pipeline skate analyse {params.args} 2> {log}"
 
@@ -135,16 +137,16 @@ rule skate_analyses:
 rule skate_strategy_game:
     output:
         f"{SKATE_OUT}/strategies/{{strategy}}/metrics.json",
+    log:
+        f"{SKATE_OUT}/logs/strategies/{{strategy}}.log",
     wildcard_constraints:
         strategy="no_info|historical_tasks|historical_performance|full_personal_context|full_context",
+    conda:
+        PIPELINE_ENV
     params:
         args=SKATE_INPUTS,
         folder=lambda wildcards, output: str(Path(output[0]).parent),
         settings=SKATE.game_settings,
-    log:
-        f"{SKATE_OUT}/logs/strategies/{{strategy}}.log",
-    conda:
-        PIPELINE_ENV
     shell:
         "python -m pipeline skate play-game --strategy {wildcards.strategy} {params.args} "
         "--out {params.folder} 2> {log}"
@@ -156,13 +158,13 @@ rule skate_strategies:
         params=SKATE_PARAMS,
     output:
         strategy_outputs(SKATE_OUT),
-    params:
-        args=SKATE_ARGS,
-        settings=SKATE.settings,
     log:
         f"{SKATE_OUT}/logs/strategies.log",
     conda:
         PIPELINE_ENV
+    params:
+        args=SKATE_ARGS,
+        settings=SKATE.settings,
     shell:
         "python -m pipeline skate compare-strategies {params.args} 2> {log}"
 

@@ -122,25 +122,40 @@ def build_schedule(params: SkateParams, models: ModelsParams, source: str = "par
         for setter in params.players:
             previous = generate[(r - 1, setter)].job_id if r > 1 else None
             readers = {
-                "no_info": [], "historical_tasks": [], "historical_performance": [setter],
+                "no_info": [],
+                "historical_tasks": [],
+                "historical_performance": [setter],
             }.get(params.strategy, params.players)
             answer_ids = tuple(answers[(q, a)].job_id for q in range(1, r) for a in readers)
             round_ids = tuple(rounds[q].job_id for q in range(1, r)) if params.strategy == "full_context" else ()
-            job_id = content_id({
-                "job": "skate-generate", "round": r, "setter": entries[setter], "game": game,
-                "previous": previous, "answers": answer_ids, "rounds": round_ids,
-            })
+            job_id = content_id(
+                {
+                    "job": "skate-generate",
+                    "round": r,
+                    "setter": entries[setter],
+                    "game": game,
+                    "previous": previous,
+                    "answers": answer_ids,
+                    "rounds": round_ids,
+                }
+            )
             generate[(r, setter)] = GenerateJob(job_id, r, setter, previous, answer_ids, round_ids)
         generated = tuple(generate[(r, s)].job_id for s in params.players)
         rounds[r] = RoundJob(content_id({"job": "skate-round", "round": r, "generate": generated}), r, generated)
         for answerer in params.answerers:
             mode, why = modes[answerer]
-            job_id = content_id({
-                "job": "skate-answer", "round": rounds[r].job_id, "answerer": entries[answerer],
-                "mode": mode, "answering": answering,
-            })
-            answers[(r, answerer)] = AnswerJob(job_id, r, rounds[r].job_id, answerer, mode,
-                                               answerer in params.answer_only, why)
+            job_id = content_id(
+                {
+                    "job": "skate-answer",
+                    "round": rounds[r].job_id,
+                    "answerer": entries[answerer],
+                    "mode": mode,
+                    "answering": answering,
+                }
+            )
+            answers[(r, answerer)] = AnswerJob(
+                job_id, r, rounds[r].job_id, answerer, mode, answerer in params.answer_only, why
+            )
     return Schedule(generate, rounds, answers)
 
 

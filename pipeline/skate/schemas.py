@@ -155,7 +155,8 @@ class AnswerOnlyRankingSchema(StrictTable):
 class StrategyComparisonSchema(StrictTable):
     """Analysis: one row per augmentation strategy and model, from that strategy's game."""
 
-    strategy: str
+    # the column shadows pandera's DataFrameModel.strategy (hypothesis data generation, never used here)
+    strategy: str  # type: ignore[assignment]
     model: str
     trueskill_mu: float = pa.Field(nullable=True)
     trueskill_sigma: float = pa.Field(nullable=True)

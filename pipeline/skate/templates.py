@@ -14,6 +14,7 @@ import io
 import random
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from pipeline.skate.parsing import option_text
@@ -68,7 +69,10 @@ def _mutable_default(rng: random.Random) -> Template:
         "print(first, second, third, first is second)"
     )
     misses = (
-        body.replace("bucket=[]):\n    bucket.append", "bucket=None):\n    bucket = [] if bucket is None else bucket\n    bucket.append"),
+        body.replace(
+            "bucket=[]):\n    bucket.append",
+            "bucket=None):\n    bucket = [] if bucket is None else bucket\n    bucket.append",
+        ),
         body.replace("first is second", "first == [" + str(items[0]) + "]"),
     )
     return Template("mutable_default", "a mutable default argument is shared between calls", body, misses)
@@ -122,7 +126,10 @@ def _exceptions(rng: random.Random) -> Template:
         f"print([check(v) for v in {values}])"
     )
     misses = (
-        body.replace("        print('finally', x)", "        pass").replace(f"print([check(v) for v in {values}])", f"print([check(v) for v in {values}])\nprint('finally', {values[-1]})"),
+        body.replace("        print('finally', x)", "        pass").replace(
+            f"print([check(v) for v in {values}])",
+            f"print([check(v) for v in {values}])\nprint('finally', {values[-1]})",
+        ),
         body.replace(f"x > {limit}", f"x >= {limit}"),
         body.replace("return 'error'", "return 'ok'"),
     )
@@ -152,7 +159,9 @@ def _sorting(rng: random.Random) -> Template:
 def _formatting(rng: random.Random) -> Template:
     value = round(rng.uniform(-99, 99), 4)
     width, prec = rng.randint(7, 10), rng.randint(1, 3)
-    body = f"v = {value}\nprint(f'[{{v:>{width}.{prec}f}}]', f'[{{v:<+{width - 2}.{prec - 1}f}}]', f'[{{round(v):^6}}]')"
+    body = (
+        f"v = {value}\nprint(f'[{{v:>{width}.{prec}f}}]', f'[{{v:<+{width - 2}.{prec - 1}f}}]', f'[{{round(v):^6}}]')"
+    )
     misses = (
         f"v = {value}\nprint(f'[{{v:<{width}.{prec}f}}]', f'[{{v:>+{width - 2}.{prec - 1}f}}]', f'[{{int(v):^6}}]')",
         f"v = {value}\nprint(f'[{{v:>{width}.{prec + 1}f}}]', f'[{{v:<{width - 2}.{prec}f}}]', f'[{{round(v):<6}}]')",
@@ -173,8 +182,20 @@ def _sets(rng: random.Random) -> Template:
 
 FAMILIES: dict[str, Callable[[random.Random], Template]] = {
     f.__name__.lstrip("_"): f
-    for f in (_slicing, _floor_division, _late_binding, _mutable_default, _string_methods, _counting,
-              _bitwise, _exceptions, _generators, _sorting, _formatting, _sets)
+    for f in (
+        _slicing,
+        _floor_division,
+        _late_binding,
+        _mutable_default,
+        _string_methods,
+        _counting,
+        _bitwise,
+        _exceptions,
+        _generators,
+        _sorting,
+        _formatting,
+        _sets,
+    )
 }
 
 
@@ -183,7 +204,7 @@ def run_trusted(program: str) -> str:
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer):
-            exec(compile(program, "<template>", "exec"), {"__name__": "__main__"})  # noqa: S102
+            exec(compile(program, "<template>", "exec"), {"__name__": "__main__"})
     except Exception:  # noqa: BLE001 - a near miss may raise; it then gives no distractor
         return ""
     return option_text(buffer.getvalue())
@@ -196,7 +217,7 @@ def _number_variants(text: str, rng: random.Random) -> list[str]:
         value = int(match.group())
         for other in (value + 1, value - 1, -value, value * 2, value + 2):
             if other != value:
-                variants.append(text[: match.start()] + str(other) + text[match.end():])
+                variants.append(text[: match.start()] + str(other) + text[match.end() :])
     return variants
 
 
@@ -235,7 +256,7 @@ def plausible_distractors(template: Template, answer: str, count: int, rng: rand
     return chosen
 
 
-def draw_template(rng: random.Random, avoid: set[str] = frozenset()) -> Template:
+def draw_template(rng: random.Random, avoid: AbstractSet[str] = frozenset()) -> Template:
     """A template from a family not in `avoid` (when one is left)."""
     names = sorted(FAMILIES)
     fresh = [n for n in names if n not in avoid]

@@ -20,8 +20,16 @@ DISTRACTORS_NEEDED = 9
 
 #: failure kinds, in the order the checks run
 FAILURE_KINDS = (
-    "no_program", "several_programs", "too_long", "not_runnable", "limit", "nondeterministic",
-    "empty_output", "output_too_long", "too_few_distractors", "too_similar",
+    "no_program",
+    "several_programs",
+    "too_long",
+    "not_runnable",
+    "limit",
+    "nondeterministic",
+    "empty_output",
+    "output_too_long",
+    "too_few_distractors",
+    "too_similar",
 )
 
 
@@ -65,7 +73,10 @@ def check_output(runs: Sequence[SandboxResult], max_output_chars: int) -> tuple[
             return "not_runnable", f"the program failed (exit status {run.exit_code}): {_last_line(run.stderr)}"
     first, second = runs[0].stdout, runs[1].stdout
     if first != second:
-        return "nondeterministic", "two runs printed different outputs (randomness, time or addresses); the output must be deterministic"
+        return (
+            "nondeterministic",
+            "two runs printed different outputs (randomness, time or addresses); the output must be deterministic",
+        )
     answer = option_text(first)
     if not answer:
         return "empty_output", "the program printed nothing"
@@ -79,12 +90,18 @@ def verify_question(
 ) -> Verdict:
     """Run the checks in order; the first that fails names the failure."""
     if parsed.program is None:
-        kind = "several_programs" if parsed.problem and "programs in the reply" in parsed.problem else "no_program"
+        kind: str | None = (
+            "several_programs" if parsed.problem and "programs in the reply" in parsed.problem else "no_program"
+        )
         return Verdict(False, kind, parsed.problem or "no program found", "", "", ())
     if len(parsed.program) > max_program_chars:
         return Verdict(
-            False, "too_long", f"the program has {len(parsed.program)} characters; keep it under {max_program_chars}",
-            "", "", (),
+            False,
+            "too_long",
+            f"the program has {len(parsed.program)} characters; keep it under {max_program_chars}",
+            "",
+            "",
+            (),
         )
     runs = tuple(sandbox.run_many([parsed.program, parsed.program], jobs=2))
     kind, message = check_output(runs, max_output_chars)
@@ -100,6 +117,9 @@ def verify_question(
             "too_few_distractors",
             f"only {len(distractors)} distinct wrong answers different from the true output "
             f"(you gave {given}); give {DISTRACTORS_NEEDED}",
-            stdout, answer, distractors, runs,
+            stdout,
+            answer,
+            distractors,
+            runs,
         )
     return Verdict(True, None, None, stdout, answer, distractors, runs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,27 @@ from pipeline.skate.schedule import (
     round_path,
 )
 
-__all__ = ["SkateWorkflow", "analysis_outputs", "rate_outputs", "report_outputs", "strategy_game_output",
-           "strategy_outputs"]
+__all__ = [
+    "SkateWorkflow",
+    "analysis_outputs",
+    "rate_outputs",
+    "report_outputs",
+    "strategy_game_output",
+    "strategy_outputs",
+]
 
 
 class SkateWorkflow:
-    """The schedule of params/skate.yaml, or an empty one (with a warning) when it cannot be read.
+    """The schedule of params/skate.yaml, or an empty one when it cannot be read.
 
-    A broken params file must not stop other benchmarks' targets from parsing: skate's rate job then
-    runs alone and fails with the full message naming the file, the field and the fix.
+    A broken params file must not stop other benchmarks' targets from parsing: its problem goes into
+    `problems` (the Snakefile's PARAMS_PROBLEMS), and building a target that needs skate stops on it
+    (core.run.workflow.params_guard), naming the file, the field and the fix.
     """
 
-    def __init__(self, params_path: str, models_path: str, out: str = "results/skate") -> None:
+    def __init__(
+        self, params_path: str, models_path: str, out: str = "results/skate", problems: dict[str, str] | None = None
+    ) -> None:
         self.out = out
         self.schedule: Schedule | None = None
         self.settings: dict[str, Any] = {}
@@ -51,17 +59,22 @@ class SkateWorkflow:
             models = load_models(models_path)
             self.schedule = build_schedule(params, models, source=params_path)
         except ParamsError as exc:
-            first = str(exc).splitlines()[0]
-            print(f"skate: no jobs scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
+            if problems is not None:
+                problems.setdefault("skate", str(exc))
             return
         self.settings = {
-            "players": params.players, "answer_only": params.answer_only, "seed": params.seed,
-            "rounds": params.rounds, "ranking": params.ranking.model_dump(mode="json"),
-            "sigma_stop": params.answering.sigma_stop, "analyses": params.analyses.model_dump(mode="json"),
+            "players": params.players,
+            "answer_only": params.answer_only,
+            "seed": params.seed,
+            "rounds": params.rounds,
+            "ranking": params.ranking.model_dump(mode="json"),
+            "sigma_stop": params.answering.sigma_stop,
+            "analyses": params.analyses.model_dump(mode="json"),
         }
         self.strategies = list(params.analyses.strategies)
         self.game_settings = {  # the versions: a code change that alters games reruns them too
-            "version": SKATE_VERSION, "prompts": PROMPT_VERSION,
+            "version": SKATE_VERSION,
+            "prompts": PROMPT_VERSION,
             **params.model_dump(mode="json", exclude={"strategy", "analyses"}),
             "answering": params.answering.identity(),
             "roster": [models.entry(n).model_dump(mode="json") for n in params.answerers],

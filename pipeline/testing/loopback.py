@@ -48,8 +48,17 @@ def echo_reply(messages: Sequence[dict[str, Any]]) -> str:
 
 
 #: the faults a FaultMix draws from, in drawing order
-FAULTS = ("server_error", "unavailable", "stall", "malformed_json", "empty_choices", "connection_closed",
-          "no_message", "html_body", "empty_body")
+FAULTS = (
+    "server_error",
+    "unavailable",
+    "stall",
+    "malformed_json",
+    "empty_choices",
+    "connection_closed",
+    "no_message",
+    "html_body",
+    "empty_body",
+)
 
 
 @dataclass(frozen=True)
@@ -81,8 +90,17 @@ class FaultMix:
     def flaky_provider(cls, *, seed: int = 0, stall_s: float = 40.0, retry_after_s: float = 1.0) -> FaultMix:
         """A provider on a bad day: 10% 500s, 5% 503s, 5% stalls, 3% cut JSON, 2% empty choices,
         2% connections closed mid-reply (27% of requests faulted)."""
-        return cls(seed=seed, server_error=0.10, unavailable=0.05, stall=0.05, malformed_json=0.03,
-                   empty_choices=0.02, connection_closed=0.02, stall_s=stall_s, retry_after_s=retry_after_s)
+        return cls(
+            seed=seed,
+            server_error=0.10,
+            unavailable=0.05,
+            stall=0.05,
+            malformed_json=0.03,
+            empty_choices=0.02,
+            connection_closed=0.02,
+            stall_s=stall_s,
+            retry_after_s=retry_after_s,
+        )
 
     @property
     def rate(self) -> float:
@@ -206,7 +224,8 @@ class LoopbackServer:
             headers = {"Retry-After": str(max(1, math.ceil(wait)))} if self.retry_after else {}
             return web.json_response(
                 {"error": {"message": "rate limit exceeded", "type": "rate_limit_error", "code": "rate_limit"}},
-                status=429, headers=headers,
+                status=429,
+                headers=headers,
             )
         self.requests.append(body)
         refusal = self._refusal(body)
@@ -273,13 +292,17 @@ class LoopbackServer:
 
         assert self.faults is not None
         if fault == "server_error":
-            return web.json_response({"error": {"message": "internal error (loopback fault)", "type": "server_error"}},
-                                     status=500)
+            return web.json_response(
+                {"error": {"message": "internal error (loopback fault)", "type": "server_error"}}, status=500
+            )
         if fault == "unavailable":
             wait = self.faults.retry_after_s
             headers = {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(int(wait * 1000))}
-            return web.json_response({"error": {"message": "overloaded (loopback fault)", "type": "server_error"}},
-                                     status=503, headers=headers)
+            return web.json_response(
+                {"error": {"message": "overloaded (loopback fault)", "type": "server_error"}},
+                status=503,
+                headers=headers,
+            )
         whole = json.dumps(answer).encode()
         if fault == "malformed_json":
             return web.Response(body=whole[: len(whole) // 2], content_type="application/json")
@@ -325,8 +348,10 @@ class LoopbackServer:
         if not self.strict_reasoning_params:
             return None
         if body.get("temperature") not in (None, 1, 1.0):
-            return (f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. "
-                    "Only the default (1) value is supported.")
+            return (
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. "
+                "Only the default (1) value is supported."
+            )
         if body.get("max_tokens") is not None:
             return "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
         return None
@@ -344,8 +369,11 @@ class LoopbackServer:
         if finish == "length":
             text = " ".join(words)
         visible = len(words) if finish == "length" else len(text) // 4 + 1
-        usage: dict[str, Any] = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": hidden + visible,
-                                 "total_tokens": prompt_chars // 4 + 1 + hidden + visible}
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_chars // 4 + 1,
+            "completion_tokens": hidden + visible,
+            "total_tokens": prompt_chars // 4 + 1 + hidden + visible,
+        }
         if body.get("model") in self.reasoning:
             usage["completion_tokens_details"] = {"reasoning_tokens": hidden}
         return {

@@ -3,14 +3,42 @@ one spy has a different one (docs/whoisspy.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.run import Benchmark
+from pipeline.core.run.registry import Benchmark, plot_files
+from pipeline.core.run.verbs import Verb, flag
+from pipeline.whoisspy import cli
 from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
+
+#: the tables `rate` writes (<name>.parquet), besides metrics.json
+TABLES = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "calls")
+#: the plots `report` draws (pipeline/whoisspy/plots.py: PLOTS)
+PLOTS = ("points_leaderboard", "win_rate_by_role", "vote_accuracy", "foul_rate", "variants")
 
 BENCHMARK = Benchmark(
     name="whoisspy",
     title="Who is Spy",
     package="pipeline.whoisspy",
+    description="Who is Spy: six players, one spy with a different word",
+    rules_file="rules.smk",
+    schedule=Verb(cli.schedule, "list the scheduled games (id, variant, words, seats)"),
+    play=Verb(
+        cli.play,
+        "play scheduled games; write <out>/<game_id>.json and its calls table",
+        out="results/whoisspy/games",
+        out_help="the games folder",
+    ),
+    rate=Verb(
+        cli.rate,
+        "tables, TrueSkill ratings and metrics.json from every scheduled game",
+        flags=flag("--games", "results/whoisspy/games", "the played games' folder"),
+    ),
+    report=Verb(cli.report, "plots from the rated tables"),
+    extra_commands=cli.extra_commands,
+    writes={
+        "play": ("games/{job_id}.json", "games/{job_id}.calls.parquet"),
+        "rate": (*(f"{table}.parquet" for table in TABLES), "metrics.json"),
+        "report": plot_files(*PLOTS),
+    },
     outputs=(
         "games",
         "games.parquet",
@@ -30,6 +58,7 @@ BENCHMARK = Benchmark(
         "votes.parquet": VotesSchema,
     },
     replays=replays,
+    site_reads=("games",),
     headline=("games", "points", "win_rate"),
     order=40,
     estimators="pipeline.whoisspy.estimators",

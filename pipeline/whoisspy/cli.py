@@ -1,4 +1,5 @@
-"""`python -m pipeline whoisspy schedule | play | rate | report | show` (the verb set: pipeline/core/run/verbs.py)."""
+"""The bodies of `python -m pipeline whoisspy schedule | play | rate | report`, which benchmark.py declares
+(core/run/verbs.py builds their command lines), and Who is Spy's own `show`."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import json
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any, cast
+
+from pipeline.core.run.verbs import BenchmarkCommands, VerbCall
 
 
-def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
+def _schedule(args: VerbCall) -> Any:  # -> (params, models, list[GameSpec])
     from pipeline.core.models import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
@@ -19,58 +23,71 @@ def _schedule(args: argparse.Namespace):  # -> list[GameSpec]
     return params, models, build_schedule(params, models, source=args.params)
 
 
-def _cmd_play(args: argparse.Namespace) -> int:
+def play(args: VerbCall) -> int:
     """One scheduled game, or several on one event loop (API games; see pipeline.core.run.shards)."""
-    from pipeline.core.artifacts import write_json_atomic
+    from pipeline.core.artifacts import write_record
     from pipeline.core.models import Gateway
-    from pipeline.core.run import ShardGame, game_done, job_ids, run_shard, say
-    from pipeline.whoisspy.engine import play_game, run_game
+    from pipeline.core.run import ShardGame, game_done, run_shard, say
+    from pipeline.whoisspy.engine import play_record, run_record
+    from pipeline.whoisspy.records import WhoIsSpyGame
     from pipeline.whoisspy.schedule import GameSpec, find_game
 
     _, models, games = _schedule(args)
-    specs = [find_game(games, game_id, args.params) for game_id in job_ids(args)]
+    specs = [find_game(games, game_id, args.params) for game_id in args.jobs]
     out = Path(args.out)
 
-    def write(spec: GameSpec, gateway: Gateway, record: dict) -> None:
+    def write(spec: GameSpec, gateway: Gateway, record: WhoIsSpyGame) -> None:
         gateway.write_calls(out / f"{spec.game_id}.calls.parquet")
-        write_json_atomic(out / f"{spec.game_id}.json", record)  # last: its presence means done
+        write_record(out / f"{spec.game_id}.json", record)  # last: its presence means done
 
     if len(specs) == 1 and args.marker is None:
         spec = specs[0]
         gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
         say(f"game {spec.game_id}: {json.dumps(spec.summary())}")
-        record = run_game(spec, models, gateway)
+        record = run_record(spec, models, gateway)
         write(spec, gateway, record)
-        scores = ", ".join(f"{p['seat']}={p['score']:g}" for p in record["players"])
-        say(f"{record['winner']} win ({record['end_reason']}, {record['rounds_played']} round(s)); scores {scores}")
+        scores = ", ".join(f"{p.seat}={p.score:g}" for p in record.players)
+        say(f"{record.winner} win ({record.end_reason}, {record.rounds_played} round(s)); scores {scores}")
         return 0
 
     async def play(spec: GameSpec) -> None:
         gateway = Gateway(models, job=f"whoisspy/{spec.game_id}")
-        write(spec, gateway, await play_game(spec, models, gateway))
+        write(spec, gateway, await play_record(spec, models, gateway))
 
-    return run_shard([ShardGame(s.game_id, s) for s in specs], play, partial(game_done, out), at_once=models.parallel.games_per_job,
-                     marker=args.marker, say=say)
+    return run_shard(
+        [ShardGame(s.game_id, s) for s in specs],
+        play,
+        partial(game_done, out),
+        at_once=models.parallel.games_per_job,
+        marker=cast(str, args.marker),
+        say=say,
+    )  # None: as before, run_shard's to refuse
 
 
-def _cmd_rate(args: argparse.Namespace) -> int:
+def rate(args: VerbCall) -> int:
     from pipeline.whoisspy.report import write_rate
 
     params, _, games = _schedule(args)
-    folder = Path(args.games)
+    folder = Path(args.args.games)
     files = [folder / f"{g.game_id}.json" for g in games]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
-        print(f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; "
-              "run `snakemake whoisspy_all` (or `python -m pipeline whoisspy play ID`) first", file=sys.stderr)
+        print(
+            f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; "
+            "run `snakemake whoisspy_all` (or `python -m pipeline whoisspy play ID`) first",
+            file=sys.stderr,
+        )
         return 2
     summary = write_rate(params, files, args.out)
-    print(f"rated {summary['games']} game(s), {summary['rating_events']} TrueSkill event(s), "
-          f"{summary['models']} model(s) on the leaderboard; see {Path(args.out) / 'metrics.json'}", file=sys.stderr)
+    print(
+        f"rated {summary['games']} game(s), {summary['rating_events']} TrueSkill event(s), "
+        f"{summary['models']} model(s) on the leaderboard; see {Path(args.out) / 'metrics.json'}",
+        file=sys.stderr,
+    )
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def report(args: VerbCall) -> int:
     from pipeline.whoisspy.report import write_report
 
     written = write_report(args.out)
@@ -78,13 +95,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_schedule(args: argparse.Namespace) -> int:
+def schedule(args: VerbCall) -> int:
     _, _, games = _schedule(args)
     if args.json:
         print(json.dumps([g.summary() for g in games], indent=2))
         return 0
     for g in games:
-        seats = " ".join(f"{name}={model}{'*' if i == g.spy_seat else ''}" for i, (name, model) in enumerate(zip(g.seat_names, g.seats)))
+        seats = " ".join(
+            f"{name}={model}{'*' if i == g.spy_seat else ''}"
+            for i, (name, model) in enumerate(zip(g.seat_names, g.seats))
+        )
         print(f"{g.game_id}  {g.variant:<9} {g.civilian_word}/{g.spy_word:<12} {seats}")
     print(f"{len(games)} game(s); * marks the spy", file=sys.stderr)
     return 0
@@ -98,8 +118,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"error: no game record {args.game!r} (a path, or an id under {args.games})", file=sys.stderr)
         return 2
     record = json.loads(path.read_text(encoding="utf-8"))
-    print(f"game {record['game_id']} ({record['variant']}): civilians '{record['words']['civilian']}', "
-          f"spy '{record['words']['spy']}'; {record['starter']} starts")
+    print(
+        f"game {record['game_id']} ({record['variant']}): civilians '{record['words']['civilian']}', "
+        f"spy '{record['words']['spy']}'; {record['starter']} starts"
+    )
     for p in record["players"]:
         print(f"  {p['seat']} {p['model']:<20} {p['role']:<9} {p['word']}")
     for e in record["events"]:
@@ -125,17 +147,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.run import BenchmarkCommands
-
-    bench = BenchmarkCommands(commands, "whoisspy", "Who is Spy: six players, one spy with a different word")
-    bench.schedule(_cmd_schedule, "list the scheduled games (id, variant, words, seats)")
-    bench.play(_cmd_play, "play scheduled games; write <out>/<game_id>.json and its calls table",
-              out="results/whoisspy/games", out_help="the games folder")
-    bench.rate(_cmd_rate, "tables, TrueSkill ratings and metrics.json from every scheduled game",
-              games="results/whoisspy/games")
-    bench.report(_cmd_report, "plots from the rated tables")
+def extra_commands(bench: BenchmarkCommands) -> None:
     show = bench.extra("show", "replay a played game as text", _cmd_show, inputs=False, writes=False)
     show.add_argument("game", help="a game id or a path to a game record")
     show.add_argument("--games", default="results/whoisspy/games", help="the games folder")
-    bench.check()

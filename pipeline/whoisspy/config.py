@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -33,7 +33,8 @@ class RulesParams(Strict):
     )
     max_chars: int = Field(400, ge=1, description="descriptions are cut to this many characters")
     vote_parse: VoteParse = Field(
-        "paper", description="paper: a vote counts only when the reply (a reasoned vote: what follows its last "
+        "paper",
+        description="paper: a vote counts only when the reply (a reasoned vote: what follows its last "
         "'VOTE:') is exactly one of the candidates' names, anything else is an abstention (appendix A); "
         "lenient: the first candidate mentioned anywhere in the reply counts (our earlier parse)",
     )
@@ -54,20 +55,33 @@ class ReplyParams(GameBudgets):
     that kind of move for every model (an entry's own `move_max_tokens` still replaces it)."""
 
     speech_max_tokens: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a description")
+        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a description"
+    )
     vote_max_tokens: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a vote")
+        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of a vote"
+    )
     reasoning_max_tokens: int | None = Field(
-        None, ge=1, description="a positive integer, or null (no cap, the paper): visible tokens of the reasoning "
-        "variant's analysis plus vote")
+        None,
+        ge=1,
+        description="a positive integer, or null (no cap, the paper): visible tokens of the reasoning "
+        "variant's analysis plus vote",
+    )
 
 
+if TYPE_CHECKING:  # to mypy the base is what with_defaults builds it from: TrueSkillSettings
+    from pipeline.core.rating.settings import TrueSkillSettings
 
-class RatingSettings(with_defaults("WhoIsSpyTrueSkill", passes=8, bootstrap_resamples=100)):
+    _RatingBase = TrueSkillSettings
+else:
+    _RatingBase = with_defaults("WhoIsSpyTrueSkill", passes=8, bootstrap_resamples=100)
+
+
+class RatingSettings(_RatingBase):
     """trueskill's own defaults; a game always has a winner, so no draws."""
 
     matchup: Literal["teams", "pairwise"] = Field(
-        "teams", description="teams: one update per game, the spy against the civilians' team (the spec); "
+        "teams",
+        description="teams: one update per game, the spy against the civilians' team (the spec); "
         "pairwise: the spy against each civilian model separately (about five updates a game for the spy)",
     )
 
@@ -78,12 +92,10 @@ class WhoIsSpyParams(Strict):
         description="roster names (params/models.yaml) under test: each plays spy and civilian "
         "equally often, games_per_role times each, in every variant",
     )
-    fill: list[str] = Field(
-        min_length=1, description="roster names that fill the other seats (cycled, seats shuffled)"
-    )
+    fill: list[str] = Field(min_length=1, description="roster names that fill the other seats (cycled, seats shuffled)")
     games_per_role: int = Field(1, ge=1, le=10000, description="games per player, role and variant")
     variants: list[Variant] = Field(
-        default_factory=lambda: ["baseline"],
+        default_factory=lambda: list[Variant](["baseline"]),
         min_length=1,
         description="some of baseline, attack, defense, reasoning",
     )
@@ -91,15 +103,18 @@ class WhoIsSpyParams(Strict):
         "baseline", description="the variant whose games make the points leaderboard and TrueSkill"
     )
     reasoning_analysis: ReasoningAnalysis = Field(
-        "public", description="the reasoning variant's analysis: public (the paper) is said aloud before the "
+        "public",
+        description="the reasoning variant's analysis: public (the paper) is said aloud before the "
         "other players vote, and they and every later prompt hear it; private: only the reasoning player's "
         "own vote uses it",
     )
     seed: int = Field(0, ge=0, description="schedule seed: changes word pairs and seats of every game")
     rules: RulesParams = Field(default_factory=RulesParams, description="seats, rounds, time limit, cut")
     replies: ReplyParams = Field(
-        default_factory=ReplyParams, description="the game's visible reply budgets: speech_max_tokens, "
-        "vote_max_tokens, reasoning_max_tokens; each null (the paper: no cap) or a positive integer for every model")
+        default_factory=ReplyParams,
+        description="the game's visible reply budgets: speech_max_tokens, "
+        "vote_max_tokens, reasoning_max_tokens; each null (the paper: no cap) or a positive integer for every model",
+    )
     rating: RatingSettings = Field(
         default_factory=RatingSettings, description="TrueSkill settings, passes, bootstrap resamples"
     )
@@ -121,8 +136,9 @@ class WhoIsSpyParams(Strict):
             raise ValueError(f"{', '.join(repeated)} listed twice; list each once")
         return value
 
-    def check_roster(self, models: ModelsParams, source: str = "params/whoisspy.yaml",
-                     models_source: str = "params/models.yaml") -> None:
+    def check_roster(
+        self, models: ModelsParams, source: str = "params/whoisspy.yaml", models_source: str = "params/models.yaml"
+    ) -> None:
         """Every name must be a roster entry: stop with a message naming the file, the field, the
         name, the closest roster name and the fix (every unknown name at once)."""
         known = [e.name for e in models.roster]

@@ -34,6 +34,7 @@ from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, Rep
 from pipeline.whoisspy import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.whoisspy.fouls import cut, normalize, redact, speech_fouls
 from pipeline.whoisspy.prompts import INJECTED_LINES, RulesText, prompt_fingerprint, speech_messages, vote_messages
+from pipeline.whoisspy.records import WhoIsSpyGame
 from pipeline.whoisspy.schedule import ENGINE_VERSION, GameSpec
 from pipeline.whoisspy.scoring import base_scores, vote_transfers
 
@@ -191,7 +192,9 @@ class Game:
             "alive": [s.name for s in self.alive()],
             "candidates": candidates,
             "speeches": [
-                {"round": e["round"], "seat": e["seat"], "text": e["text"]} for e in self.public if e["type"] == "speech"
+                {"round": e["round"], "seat": e["seat"], "text": e["text"]}
+                for e in self.public
+                if e["type"] == "speech"
             ],
         }
 
@@ -251,7 +254,14 @@ class Game:
         reasoning = seat is self.reasoner
         return MoveRequest(
             messages=vote_messages(
-                seat.name, seat.word, self.names, round_no, self.public, candidates, self.rules_text, reasoning,
+                seat.name,
+                seat.word,
+                self.names,
+                round_no,
+                self.public,
+                candidates,
+                self.rules_text,
+                reasoning,
                 analysis_heard=self.analysis_heard,
             ),
             key=f"r{round_no}/vote/{seat.name}",
@@ -286,8 +296,9 @@ class Game:
         votes: dict[str, str | None] = {}
         for seat in voters:  # recorded in seat order, whoever spoke first
             request, reply, latency = answered[seat.name]
-            ballot = read_ballot(reply.text, list(request.choices[:-1]), self.rules.vote_parse,
-                                 reasoned=request.kind == "reasoned_vote")
+            ballot = read_ballot(
+                reply.text, list(request.choices[:-1]), self.rules.vote_parse, reasoned=request.kind == "reasoned_vote"
+            )
             target = ballot.target
             votes[seat.name] = target
             event: dict[str, Any] = {
@@ -322,19 +333,23 @@ class Game:
                 "tied": tied,
             }
         )
-        self.public.append({"type": "votes", "round": round_no, "votes": votes, "eliminated": out, "tied": tied, "top": top})
+        self.public.append(
+            {"type": "votes", "round": round_no, "votes": votes, "eliminated": out, "tied": tied, "top": top}
+        )
         if out:
             self.eliminate(self.seats[self.names.index(out)], round_no, "vote")
 
     # -- the game ---------------------------------------------------------------------------
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> WhoIsSpyGame:
         reason = "rounds"
         for round_no in range(1, self.rules.rounds + 1):
             self.rounds_played = round_no
             fouled = [seat for seat in self.speaking_order() if await self.speak(seat, round_no)]
             for seat in fouled:
                 self.eliminate(seat, round_no, "foul")
-                self.public.append({"type": "foul_out", "round": round_no, "seat": seat.name, "kinds": sorted(set(seat.fouls))})
+                self.public.append(
+                    {"type": "foul_out", "round": round_no, "seat": seat.name, "kinds": sorted(set(seat.fouls))}
+                )
             ended = self.end_reason()
             if ended:
                 reason = ended
@@ -348,53 +363,68 @@ class Game:
         self.events.append({"type": "end", "round": self.rounds_played, "winner": winner, "reason": reason})
         return self.record(winner, reason)
 
-    def record(self, winner: str, reason: str) -> dict[str, Any]:
+    def record(self, winner: str, reason: str) -> WhoIsSpyGame:
         roles = [s.role for s in self.seats]
         spy_out = self.spy.eliminated_round if not self.spy.alive else None
         base = base_scores(roles, [s.alive for s in self.seats], spy_out, self.rules.rounds)
         transfers = vote_transfers(roles, self.civilian_votes)
-        return {
-            "game_id": self.spec.game_id,
-            "variant": self.spec.variant,
-            "engine_version": ENGINE_VERSION,
-            "prompts": prompt_fingerprint(),
-            "words": {"civilian": self.spec.civilian_word, "spy": self.spec.spy_word},
-            "players": [
-                {
-                    "seat": s.name,
-                    "model": s.model,
-                    "role": s.role,
-                    "word": s.word,
-                    "score": base[s.index] + transfers[s.index],
-                    "base_score": base[s.index],
-                    "vote_transfer": transfers[s.index],
-                    "eliminated_round": s.eliminated_round,
-                    "eliminated_by": s.eliminated_by,
-                    "fouls": s.fouls,
-                }
-                for s in self.seats
-            ],
-            "starter": self.seats[self.starter].name,
-            "events": self.events,
-            "winner": winner,
-            "end_reason": reason,
-            "rounds_played": self.rounds_played,
-            "rules": self.rules.model_dump(mode="json"),
-            "replies": self.spec.replies.model_dump(mode="json"),
-            "focal": self.spec.focal,
-            "focal_role": self.spec.focal_role,
-            "reasoning_seat": self.reasoner.name if self.reasoner else None,
-            "reasoning_analysis": self.spec.reasoning_analysis if self.spec.variant == "reasoning" else None,
-            "replicate": self.spec.replicate,
-        }
+        # validated from the JSON object as it was always built: the keys set are the keys written
+        return WhoIsSpyGame.model_validate(
+            {
+                "game_id": self.spec.game_id,
+                "variant": self.spec.variant,
+                "engine_version": ENGINE_VERSION,
+                "prompts": prompt_fingerprint(),
+                "words": {"civilian": self.spec.civilian_word, "spy": self.spec.spy_word},
+                "players": [
+                    {
+                        "seat": s.name,
+                        "model": s.model,
+                        "role": s.role,
+                        "word": s.word,
+                        "score": base[s.index] + transfers[s.index],
+                        "base_score": base[s.index],
+                        "vote_transfer": transfers[s.index],
+                        "eliminated_round": s.eliminated_round,
+                        "eliminated_by": s.eliminated_by,
+                        "fouls": s.fouls,
+                    }
+                    for s in self.seats
+                ],
+                "starter": self.seats[self.starter].name,
+                "events": self.events,
+                "winner": winner,
+                "end_reason": reason,
+                "rounds_played": self.rounds_played,
+                "rules": self.rules.model_dump(mode="json"),
+                "replies": self.spec.replies.model_dump(mode="json"),
+                "focal": self.spec.focal,
+                "focal_role": self.spec.focal_role,
+                "reasoning_seat": self.reasoner.name if self.reasoner else None,
+                "reasoning_analysis": self.spec.reasoning_analysis if self.spec.variant == "reasoning" else None,
+                "replicate": self.spec.replicate,
+            }
+        )
 
 
-async def play_game(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> dict[str, Any]:
+async def play_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:
+    """Play one game; its typed record (`write_record(games/<game_id>.json, record)` writes it)."""
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     record = await Game(spec, players).run()
-    log.info("game %s: %s win (%s) after %d round(s)", spec.game_id, record["winner"], record["end_reason"], record["rounds_played"])
+    log.info(
+        "game %s: %s win (%s) after %d round(s)", spec.game_id, record.winner, record.end_reason, record.rounds_played
+    )
     return record
 
 
+def run_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:
+    return asyncio.run(play_record(spec, models, gateway))
+
+
+async def play_game(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> dict[str, Any]:
+    """`play_record` as the record's JSON object (the bytes `write_json_atomic` gives equal `write_record`'s)."""
+    return (await play_record(spec, models, gateway)).to_json()
+
+
 def run_game(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> dict[str, Any]:
-    return asyncio.run(play_game(spec, models, gateway))
+    return run_record(spec, models, gateway).to_json()

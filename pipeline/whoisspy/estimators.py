@@ -56,25 +56,37 @@ def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
             public += [{"type": "speech", "round": r, "seat": s, "text": description} for s in speakers]
             if r < round_no:
                 votes = {s: names[(i + 1) % len(names)] for i, s in enumerate(names)}
-                public.append({"type": "votes", "round": r, "votes": votes, "eliminated": None,
-                               "tied": list(names), "top": 1})
+                public.append(
+                    {"type": "votes", "round": r, "votes": votes, "eliminated": None, "tied": list(names), "top": 1}
+                )
         return public
 
     analysis = {"type": "analysis", "seat": names[-1], "text": " ".join(["word"] * REASONED_VOTE_WORDS)}
     moves: dict[str, list[PlannedMove]] = {"speech": [], "vote": [], "reasoned_vote": [], "heard_vote": []}
     for round_no in range(1, rules.rounds + 1):
         before = record(round_no, (rules.seats - 1) // 2)
-        moves["speech"].append(PlannedMove(
-            "speech", 1, prompt_tokens(speech_messages(seat, word, names, round_no, before, text)),
-            replies.speech_max_tokens, max(1, rules.max_chars // 4)))
+        moves["speech"].append(
+            PlannedMove(
+                "speech",
+                1,
+                prompt_tokens(speech_messages(seat, word, names, round_no, before, text)),
+                replies.speech_max_tokens,
+                max(1, rules.max_chars // 4),
+            )
+        )
         heard = record(round_no, rules.seats)
-        for kind, budget, expected in (("vote", replies.vote_max_tokens, VOTE_TOKENS),
-                                       ("reasoned_vote", replies.reasoning_max_tokens,
-                                        tokens_for_words(REASONED_VOTE_WORDS))):
+        for kind, budget, expected in (
+            ("vote", replies.vote_max_tokens, VOTE_TOKENS),
+            ("reasoned_vote", replies.reasoning_max_tokens, tokens_for_words(REASONED_VOTE_WORDS)),
+        ):
             messages = vote_messages(seat, word, names, round_no, heard, names[1:], text, kind == "reasoned_vote")
             moves[kind].append(PlannedMove(kind, 1, prompt_tokens(messages), budget, expected))
-        messages = vote_messages(seat, word, names, round_no, [*heard, {**analysis, "round": round_no}], names[1:], text)
-        moves["heard_vote"].append(PlannedMove("vote", 1, prompt_tokens(messages), replies.vote_max_tokens, VOTE_TOKENS))
+        messages = vote_messages(
+            seat, word, names, round_no, [*heard, {**analysis, "round": round_no}], names[1:], text
+        )
+        moves["heard_vote"].append(
+            PlannedMove("vote", 1, prompt_tokens(messages), replies.vote_max_tokens, VOTE_TOKENS)
+        )
     return moves
 
 
@@ -101,9 +113,16 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     def seat_moves(index: int, _name: str) -> list[PlannedMove]:
         return moves["speech"] + moves["reasoned_vote" if index == reasoner else plain]
 
-    return seat_estimates(context, "whoisspy", "whoisspy", list(game.seats), 2 * rounds,
-                          f"at most {rounds} rounds x (description + vote) per seat", seat_moves,
-                          f"at most {rounds} rounds x (description + vote) per seat, descriptions at max_chars")
+    return seat_estimates(
+        context,
+        "whoisspy",
+        "whoisspy",
+        list(game.seats),
+        2 * rounds,
+        f"at most {rounds} rounds x (description + vote) per seat",
+        seat_moves,
+        f"at most {rounds} rounds x (description + vote) per seat, descriptions at max_chars",
+    )
 
 
 def estimate_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:

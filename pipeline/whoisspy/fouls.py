@@ -76,9 +76,7 @@ def cut(text: str, max_chars: int) -> tuple[str, bool]:
     return (stripped[:max_chars], True) if len(stripped) > max_chars else (stripped, False)
 
 
-def speech_fouls(
-    text: str, word: str, earlier: Iterable[str], latency_s: float, time_limit_s: float
-) -> list[str]:
+def speech_fouls(text: str, word: str, earlier: Iterable[str], latency_s: float, time_limit_s: float) -> list[str]:
     """Every foul of one (already cut) description, in FOUL_KINDS order.
 
     `earlier` holds the normalized descriptions given before in the game, by anyone.

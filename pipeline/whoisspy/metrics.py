@@ -27,76 +27,90 @@ a valid setting.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
-from pipeline.core.artifacts import seed_from
+from pipeline.core.artifacts import read_record, seed_from
 from pipeline.core.rating.multipass import Pairwise, RatingEvent, TeamMatch, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
+from pipeline.whoisspy.records import SpeechEvent, VoteEvent, WhoIsSpyGame, as_game
 from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
 
 #: metrics compared across variants (the spec's list, plus spy win rate)
 VARIANT_METRICS: tuple[str, ...] = (
-    "vote_accuracy", "foul_rate", "avg_score", "win_rate", "win_rate_civilian", "win_rate_spy",
-    "avg_score_civilian", "avg_score_spy", "foul_rate_civilian", "foul_rate_spy",
+    "vote_accuracy",
+    "foul_rate",
+    "avg_score",
+    "win_rate",
+    "win_rate_civilian",
+    "win_rate_spy",
+    "avg_score_civilian",
+    "avg_score_spy",
+    "foul_rate_civilian",
+    "foul_rate_spy",
 )
 #: the role whose seats a metric counts (the rest count every seat)
 _METRIC_ROLE: dict[str, str] = {
-    "vote_accuracy": "civilian", "win_rate_civilian": "civilian", "avg_score_civilian": "civilian",
-    "foul_rate_civilian": "civilian", "win_rate_spy": "spy", "avg_score_spy": "spy", "foul_rate_spy": "spy",
+    "vote_accuracy": "civilian",
+    "win_rate_civilian": "civilian",
+    "avg_score_civilian": "civilian",
+    "foul_rate_civilian": "civilian",
+    "win_rate_spy": "spy",
+    "avg_score_spy": "spy",
+    "foul_rate_spy": "spy",
 }
 ALL_MODELS = "(all)"  # not a valid roster name, so it cannot collide with one
 
 
-def load_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    return [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+def load_records(paths: Iterable[str | Path]) -> list[WhoIsSpyGame]:
+    """Every game record, typed (a malformed file stops with its name and the failing field)."""
+    return [read_record(p, WhoIsSpyGame) for p in paths]
 
 
-def _seat_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
-    roles = {p["seat"]: p["role"] for p in record["players"]}
+def _seat_rows(record: WhoIsSpyGame) -> list[dict[str, Any]]:
+    roles = {p.seat: p.role for p in record.players}
     speeches: dict[str, int] = {}
     fouled: dict[str, int] = {}
     votes: dict[str, int] = {}
     abstentions: dict[str, int] = {}
     hits: dict[str, int] = {}
     empty: dict[str, int] = {}
-    for e in record["events"]:
-        if e.get("empty_at_token_limit"):
-            who = e["seat"] if e["type"] == "speech" else e["voter"]
+    for e in record.events:
+        if isinstance(e, (SpeechEvent, VoteEvent)) and e.empty_at_token_limit:
+            who = e.seat if isinstance(e, SpeechEvent) else e.voter
             empty[who] = empty.get(who, 0) + 1
-        if e["type"] == "speech":
-            speeches[e["seat"]] = speeches.get(e["seat"], 0) + 1
-            fouled[e["seat"]] = fouled.get(e["seat"], 0) + bool(e["fouls"])
-        elif e["type"] == "vote":
-            if e["target"] is None:
-                abstentions[e["voter"]] = abstentions.get(e["voter"], 0) + 1
+        if isinstance(e, SpeechEvent):
+            speeches[e.seat] = speeches.get(e.seat, 0) + 1
+            fouled[e.seat] = fouled.get(e.seat, 0) + bool(e.fouls)
+        elif isinstance(e, VoteEvent):
+            if e.target is None:
+                abstentions[e.voter] = abstentions.get(e.voter, 0) + 1
             else:
-                votes[e["voter"]] = votes.get(e["voter"], 0) + 1
-                if roles[e["voter"]] == "civilian" and roles[e["target"]] == "spy":
-                    hits[e["voter"]] = hits.get(e["voter"], 0) + 1
+                votes[e.voter] = votes.get(e.voter, 0) + 1
+                if roles[e.voter] == "civilian" and roles[e.target] == "spy":
+                    hits[e.voter] = hits.get(e.voter, 0) + 1
     rows = []
-    for p in record["players"]:
-        seat = p["seat"]
-        won = (p["role"] == "spy") == (record["winner"] == "spy")
-        survived = p["eliminated_round"] - 1 if p["eliminated_round"] else record["rounds_played"]
+    for p in record.players:
+        seat = p.seat
+        won = (p.role == "spy") == (record.winner == "spy")
+        survived = p.eliminated_round - 1 if p.eliminated_round else record.rounds_played
         rows.append(
             {
-                "game_id": record["game_id"],
-                "variant": record["variant"],
+                "game_id": record.game_id,
+                "variant": record.variant,
                 "seat": seat,
-                "model": p["model"],
-                "role": p["role"],
-                "word": p["word"],
-                "score": float(p["score"]),
-                "base_score": float(p["base_score"]),
-                "vote_transfer": float(p["vote_transfer"]),
+                "model": p.model,
+                "role": p.role,
+                "word": p.word,
+                "score": float(p.score),
+                "base_score": float(p.base_score),
+                "vote_transfer": float(p.vote_transfer),
                 "won": won,
-                "eliminated_round": p["eliminated_round"],
-                "eliminated_by": p["eliminated_by"],
+                "eliminated_round": p.eliminated_round,
+                "eliminated_by": p.eliminated_by,
                 "rounds_survived": survived,
                 "speeches": speeches.get(seat, 0),
                 "foul_speeches": fouled.get(seat, 0),
@@ -109,71 +123,72 @@ def _seat_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_tables(records: Sequence[dict[str, Any]]) -> dict[str, pl.DataFrame]:
-    """games, seats, speeches and votes tables from game records (unsorted, unvalidated)."""
+def build_tables(records: Sequence[WhoIsSpyGame | Mapping[str, Any]]) -> dict[str, pl.DataFrame]:
+    """games, seats, speeches and votes tables from game records (unsorted, unvalidated); a record
+    given as its JSON object is read as a `WhoIsSpyGame` first."""
     games, seats, speeches, votes = [], [], [], []
-    for r in records:
-        by_seat = {p["seat"]: p for p in r["players"]}
-        spy = next(p for p in r["players"] if p["role"] == "spy")
+    for r in map(as_game, records):
+        by_seat = {p.seat: p for p in r.players}
+        spy = next(p for p in r.players if p.role == "spy")
         games.append(
             {
-                "game_id": r["game_id"],
-                "variant": r["variant"],
-                "focal": r.get("focal"),
-                "focal_role": r.get("focal_role"),
-                "replicate": r.get("replicate", 0),
-                "civilian_word": r["words"]["civilian"],
-                "spy_word": r["words"]["spy"],
-                "spy_seat": spy["seat"],
-                "spy_model": spy["model"],
-                "starter": r["starter"],
-                "winner": r["winner"],
-                "end_reason": r["end_reason"],
-                "rounds_played": r["rounds_played"],
-                "score_total": float(sum(p["score"] for p in r["players"])),
-                "vote_parse": r["rules"]["vote_parse"],
-                "reasoning_analysis": r.get("reasoning_analysis"),
+                "game_id": r.game_id,
+                "variant": r.variant,
+                "focal": r.focal,
+                "focal_role": r.focal_role,
+                "replicate": r.replicate,
+                "civilian_word": r.words.civilian,
+                "spy_word": r.words.spy,
+                "spy_seat": spy.seat,
+                "spy_model": spy.model,
+                "starter": r.starter,
+                "winner": r.winner,
+                "end_reason": r.end_reason,
+                "rounds_played": r.rounds_played,
+                "score_total": float(sum(p.score for p in r.players)),
+                "vote_parse": r.rules.vote_parse,
+                "reasoning_analysis": r.reasoning_analysis,
             }
         )
         seats.extend(_seat_rows(r))
-        for e in r["events"]:
-            if e["type"] == "speech":
+        for e in r.events:
+            if isinstance(e, SpeechEvent):
                 speeches.append(
                     {
-                        "game_id": r["game_id"],
-                        "variant": r["variant"],
-                        "round": e["round"],
-                        "seat": e["seat"],
-                        "model": by_seat[e["seat"]]["model"],
-                        "role": by_seat[e["seat"]]["role"],
-                        "text": e["text"],
-                        "shown": e["shown"],
-                        "truncated": e["truncated"],
-                        "latency_s": float(e["latency_s"]),
-                        "fouled": bool(e["fouls"]),
-                        "foul_kinds": ",".join(e["fouls"]),
+                        "game_id": r.game_id,
+                        "variant": r.variant,
+                        "round": e.round,
+                        "seat": e.seat,
+                        "model": by_seat[e.seat].model,
+                        "role": by_seat[e.seat].role,
+                        "text": e.text,
+                        "shown": e.shown,
+                        "truncated": e.truncated,
+                        "latency_s": float(e.latency_s),
+                        "fouled": bool(e.fouls),
+                        "foul_kinds": ",".join(e.fouls),
                     }
                 )
-            elif e["type"] == "vote":
-                target = e["target"]
-                target_role = by_seat[target]["role"] if target else None
+            elif isinstance(e, VoteEvent):
+                target = e.target
+                target_role = by_seat[target].role if target else None
                 votes.append(
                     {
-                        "game_id": r["game_id"],
-                        "variant": r["variant"],
-                        "round": e["round"],
-                        "voter": e["voter"],
-                        "model": by_seat[e["voter"]]["model"],
-                        "role": by_seat[e["voter"]]["role"],
+                        "game_id": r.game_id,
+                        "variant": r.variant,
+                        "round": e.round,
+                        "voter": e.voter,
+                        "model": by_seat[e.voter].model,
+                        "role": by_seat[e.voter].role,
                         "target": target,
                         "target_role": target_role,
                         "abstained": target is None,
                         # how the reply was read (config.BALLOTS): named, abstain, or invalid (an abstention)
-                        "ballot": e["ballot"],
+                        "ballot": e.ballot,
                         "correct": target_role == "spy",
                     }
                 )
-    schemas = {
+    schemas: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
         "games": {"focal": pl.Utf8, "focal_role": pl.Utf8, "reasoning_analysis": pl.Utf8},
         "seats": {"eliminated_round": pl.Int64, "eliminated_by": pl.Utf8},
         "speeches": {},
@@ -227,23 +242,18 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
     ).drop("hits", "_speeches_spy", "_fouls_spy", "_speeches_civilian", "_fouls_civilian")
 
 
-def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str,
-                  matchup: str = "teams") -> list[RatingEvent]:
+def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str, matchup: str = "teams") -> list[RatingEvent]:
     """In game-id order: per game the spy's model against the civilians' team ("teams"), or
     against each distinct civilian model in turn ("pairwise")."""
     if matchup not in ("teams", "pairwise"):
         raise ValueError(f"matchup must be 'teams' or 'pairwise', got {matchup!r}")
     events: list[RatingEvent] = []
     ranked = games.filter(pl.col("variant") == variant).sort("game_id")
-    civilians = (
-        seats.filter(pl.col("role") == "civilian")
-        .group_by("game_id")
-        .agg(pl.col("model").unique().sort())
-    )
+    civilians = seats.filter(pl.col("role") == "civilian").group_by("game_id").agg(pl.col("model").unique().sort())
     models_by_game = dict(zip(civilians["game_id"].to_list(), civilians["model"].to_list()))
     for game in ranked.iter_rows(named=True):
         spy = game["spy_model"]
-        outcome = "a" if game["winner"] == "spy" else "b"
+        outcome: Literal["a", "b"] = "a" if game["winner"] == "spy" else "b"
         team = [civilian for civilian in models_by_game.get(game["game_id"], []) if civilian != spy]
         if matchup == "teams":
             if team:
@@ -264,8 +274,9 @@ def ratings(events: Sequence[RatingEvent], settings: RatingSettings, seed: int) 
     from `rating_summary`: null mu intervals when resamples is 0, and the whole field as the rank
     interval of a player whose interval is not settled (too few games or resamples)."""
     rating_seed = seed_from("whoisspy/rating", seed)
-    summary = rating_summary(events, settings.rating_params(), settings.passes, rating_seed,
-                             resamples=settings.bootstrap_resamples)
+    summary = rating_summary(
+        events, settings.rating_params(), settings.passes, rating_seed, resamples=settings.bootstrap_resamples
+    )
     table = summary.with_columns(passes=pl.lit(settings.passes, pl.Int64)).select(_RATINGS_COLUMNS)
     return table, summary.select(_INTERVAL_COLUMNS)
 
@@ -277,10 +288,18 @@ def leaderboard(seats: pl.DataFrame, variant: str, rating_table: pl.DataFrame, i
     trueskill_games / _resamples the evidence behind it and trueskill_settled whether it is enough."""
     frame = model_metrics(seats.filter(pl.col("variant") == variant))
     rated = rating_table.select(model="player", mu="mu", sigma="sigma", trueskill_games="events").join(
-        intervals.select(model="player", mu_lo="mu_lo", mu_hi="mu_hi", trueskill_rank="rank",
-                         trueskill_rank_lo="rank_lo", trueskill_rank_hi="rank_hi",
-                         trueskill_resamples="resamples", trueskill_settled="settled"),
-        on="model", how="left",
+        intervals.select(
+            model="player",
+            mu_lo="mu_lo",
+            mu_hi="mu_hi",
+            trueskill_rank="rank",
+            trueskill_rank_lo="rank_lo",
+            trueskill_rank_hi="rank_hi",
+            trueskill_resamples="resamples",
+            trueskill_settled="settled",
+        ),
+        on="model",
+        how="left",
     )
     frame = frame.join(rated, on="model", how="left").sort(
         ["points", "mu", "model"], descending=[True, True, False], nulls_last=True
@@ -299,15 +318,21 @@ def variants_table(seats: pl.DataFrame, rank_variant: str = "baseline") -> pl.Da
     role = pl.col("metric").replace_strict(_METRIC_ROLE, default="")
     long = long.with_columns(
         pl.col("value").cast(pl.Float64),
-        games=pl.when(role == "spy").then("games_spy").when(role == "civilian").then("games_civilian")
+        games=pl.when(role == "spy")
+        .then("games_spy")
+        .when(role == "civilian")
+        .then("games_civilian")
         .otherwise("games"),
     ).drop("games_spy", "games_civilian")
     base = long.filter(pl.col("variant") == rank_variant).select("model", "metric", baseline="value")
     out = long.join(base, on=["model", "metric"], how="left").with_columns(delta=pl.col("value") - pl.col("baseline"))
     order = {v: i for i, v in enumerate(VARIANTS)}
-    return out.with_columns(pl.col("variant").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
-        ["model", "_order", "metric"]
-    ).drop("_order").select("model", "variant", "metric", "value", "baseline", "delta", "games")
+    return (
+        out.with_columns(pl.col("variant").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+        .sort(["model", "_order", "metric"])
+        .drop("_order")
+        .select("model", "variant", "metric", "value", "baseline", "delta", "games")
+    )
 
 
 def _clean(value: Any) -> Any:
@@ -317,10 +342,29 @@ def _clean(value: Any) -> Any:
 
 
 LEADERBOARD_METRICS: tuple[str, ...] = (
-    "rank", "points", "games", "avg_score", "win_rate", "win_rate_spy", "win_rate_civilian",
-    "avg_score_spy", "avg_score_civilian", "vote_accuracy", "foul_rate", "foul_rate_spy", "foul_rate_civilian",
-    "avg_survival_rounds", "mu", "sigma", "mu_lo", "mu_hi",
-    "trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi", "trueskill_games", "trueskill_resamples",
+    "rank",
+    "points",
+    "games",
+    "avg_score",
+    "win_rate",
+    "win_rate_spy",
+    "win_rate_civilian",
+    "avg_score_spy",
+    "avg_score_civilian",
+    "vote_accuracy",
+    "foul_rate",
+    "foul_rate_spy",
+    "foul_rate_civilian",
+    "avg_survival_rounds",
+    "mu",
+    "sigma",
+    "mu_lo",
+    "mu_hi",
+    "trueskill_rank",
+    "trueskill_rank_lo",
+    "trueskill_rank_hi",
+    "trueskill_games",
+    "trueskill_resamples",
 )
 
 
@@ -330,8 +374,9 @@ def empty_replies(seats: pl.DataFrame) -> dict[str, int]:
     return {r["model"]: int(r["empty_at_token_limit"]) for r in counts.iter_rows(named=True)}
 
 
-def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str,
-                 seats: pl.DataFrame | None = None) -> dict[str, dict[str, Any]]:
+def metrics_json(
+    board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str, seats: pl.DataFrame | None = None
+) -> dict[str, dict[str, Any]]:
     """`{model: {metric: value}}`: the leaderboard's metrics, plus `<variant>_<metric>` for the others,
     and with `seats` each model's `empty_at_token_limit` (replies the token limit emptied, every variant)."""
     out: dict[str, dict[str, Any]] = {}
@@ -343,6 +388,8 @@ def metrics_json(board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str,
         }
         if empty is not None:
             out[row["model"]]["empty_at_token_limit"] = empty.get(row["model"], 0)
-    for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(named=True):
+    for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(
+        named=True
+    ):
         out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])
     return {model: dict(sorted(values.items())) for model, values in sorted(out.items())}

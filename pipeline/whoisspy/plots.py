@@ -22,24 +22,37 @@ def _records(frame: pl.DataFrame) -> list[dict]:
 def points_chart(board: pl.DataFrame) -> alt.Chart:
     order = board.sort("rank")["model"].to_list()
     table = board.select("model", "points", "games", "rank").with_columns(
-        start=pl.lit(START_POINTS), side=pl.when(pl.col("points") >= START_POINTS).then(pl.lit("gained")).otherwise(pl.lit("lost"))
+        start=pl.lit(START_POINTS),
+        side=pl.when(pl.col("points") >= START_POINTS).then(pl.lit("gained")).otherwise(pl.lit("lost")),
     )
     # bars grow from the starting 100 points, so gains and losses both show
-    bars = alt.Chart(alt.Data(values=_records(table))).mark_bar().encode(
-        x=alt.X("points:Q", title=f"ranking points (start {START_POINTS:g}, -1 per game, + scores)", scale=alt.Scale(zero=False)),
-        x2="start:Q",
-        y=alt.Y("model:N", sort=order, title=None),
-        color=alt.Color("side:N", scale=alt.Scale(domain=["gained", "lost"], range=[PALETTE[0], PALETTE[3]]), legend=None),
-        tooltip=["rank:O", "model:N", alt.Tooltip("points:Q", format=".1f"), "games:Q"],
+    bars = (
+        alt.Chart(alt.Data(values=_records(table)))
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "points:Q",
+                title=f"ranking points (start {START_POINTS:g}, -1 per game, + scores)",
+                scale=alt.Scale(zero=False),
+            ),
+            x2="start:Q",
+            y=alt.Y("model:N", sort=order, title=None),
+            color=alt.Color(
+                "side:N", scale=alt.Scale(domain=["gained", "lost"], range=[PALETTE[0], PALETTE[3]]), legend=None
+            ),
+            tooltip=["rank:O", "model:N", alt.Tooltip("points:Q", format=".1f"), "games:Q"],
+        )
     )
     start = alt.Chart(alt.Data(values=[{"x": START_POINTS}])).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")
     return (bars + start).properties(title="Who is Spy: ranking points")
 
 
 def win_rate_chart(board: pl.DataFrame) -> alt.Chart:
-    long = board.select(
-        "model", spy="win_rate_spy", civilian="win_rate_civilian", overall="win_rate"
-    ).unpivot(index="model", variable_name="role", value_name="win_rate").drop_nulls("win_rate")
+    long = (
+        board.select("model", spy="win_rate_spy", civilian="win_rate_civilian", overall="win_rate")
+        .unpivot(index="model", variable_name="role", value_name="win_rate")
+        .drop_nulls("win_rate")
+    )
     order = board.sort("rank")["model"].to_list()
     return (
         alt.Chart(alt.Data(values=_records(long)))
@@ -81,8 +94,13 @@ def variants_chart(variants: pl.DataFrame) -> alt.Chart:
             color=alt.Color("variant:N", sort=present),
             row=alt.Row("model:N", title=None),
             column=alt.Column("metric:N", title=None),
-            tooltip=["model:N", "variant:N", "metric:N", alt.Tooltip("value:Q", format=".3f"),
-                     alt.Tooltip("delta:Q", format="+.3f", title="vs baseline")],
+            tooltip=[
+                "model:N",
+                "variant:N",
+                "metric:N",
+                alt.Tooltip("value:Q", format=".3f"),
+                alt.Tooltip("delta:Q", format="+.3f", title="vs baseline"),
+            ],
         )
         .resolve_scale(x="independent")
         .properties(title="Who is Spy: variants against the baseline", width=140, height=70)
@@ -95,7 +113,9 @@ def save_plots(board: pl.DataFrame, variants: pl.DataFrame, out_dir: str | Path)
     written += save_chart(points_chart(board), out / "points_leaderboard")
     written += save_chart(win_rate_chart(board), out / "win_rate_by_role")
     written += save_chart(
-        _rate_chart(board, "vote_accuracy", "Who is Spy: vote accuracy", "civilian votes naming the spy / civilian votes"),
+        _rate_chart(
+            board, "vote_accuracy", "Who is Spy: vote accuracy", "civilian votes naming the spy / civilian votes"
+        ),
         out / "vote_accuracy",
     )
     written += save_chart(

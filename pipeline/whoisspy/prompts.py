@@ -75,8 +75,15 @@ FOUL_WORDS: Mapping[str, str] = {
 def prompt_fingerprint() -> str:
     """Changes whenever any text a model reads changes, so games replay with the new text."""
     return content_id(
-        [SYSTEM_TEMPLATE, SPEECH_TEMPLATE, VOTE_TEMPLATE, REASONING_TEMPLATE, dict(INJECTED_LINES), dict(FOUL_WORDS),
-         dict(ANALYSIS_AUDIENCE)]
+        [
+            SYSTEM_TEMPLATE,
+            SPEECH_TEMPLATE,
+            VOTE_TEMPLATE,
+            REASONING_TEMPLATE,
+            dict(INJECTED_LINES),
+            dict(FOUL_WORDS),
+            dict(ANALYSIS_AUDIENCE),
+        ]
     )
 
 
@@ -155,7 +162,11 @@ def vote_messages(
     template = REASONING_TEMPLATE if reasoning else VOTE_TEMPLATE
     audience = ANALYSIS_AUDIENCE["public" if analysis_heard else "private"]
     user = template.format(
-        word=word, history=render_history(history), round=round_no, seat=seat, candidates=", ".join(candidates),
+        word=word,
+        history=render_history(history),
+        round=round_no,
+        seat=seat,
+        candidates=", ".join(candidates),
         audience=audience,
     )
     return [system_message(seat, names, rules), {"role": "user", "content": user}]

@@ -8,8 +8,17 @@ from typing import Any
 from pipeline.core.artifacts import GamePage, ReplaySet, by_game, num, safe_key, seat_order
 from pipeline.core.artifacts.results import BenchmarkResults
 
-GAMES = ["game_id", "variant", "civilian_word", "spy_word", "spy_seat", "spy_model", "winner",
-         "end_reason", "rounds_played"]
+GAMES = [
+    "game_id",
+    "variant",
+    "civilian_word",
+    "spy_word",
+    "spy_seat",
+    "spy_model",
+    "winner",
+    "end_reason",
+    "rounds_played",
+]
 SEATS = ["game_id", "seat", "model", "role", "word", "score", "eliminated_round", "eliminated_by"]
 SPEECHES = ["game_id", "round", "seat", "model", "role", "text", "shown", "truncated", "fouled", "foul_kinds"]
 VOTES = ["game_id", "round", "voter", "model", "target", "abstained", "correct"]
@@ -38,36 +47,73 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
         numbers = sorted(set(speeches) | set(votes) | {s["eliminated_round"] for s in seats if s["eliminated_round"]})
         rounds: list[dict[str, Any]] = []
         for n in numbers:
-            rounds.append({
-                "title": f"Round {n}",
-                "speeches": [{"seat": s["seat"], "model": s["model"], "role": s["role"],
-                              # the text the other players saw (cut to the character limit)
-                              "text": s["shown"] if s["shown"] is not None else s["text"],
-                              "fouled": s["fouled"], "foul_kinds": s["foul_kinds"], "truncated": s["truncated"]}
-                             for s in sorted(speeches[n], key=lambda s: seat_order(s["seat"]))],
-                "votes": [{"voter": v["voter"], "model": v["model"],
-                           "target": "abstained" if v["abstained"] or v["target"] is None else v["target"],
-                           "correct": v["correct"]} for v in sorted(votes[n], key=lambda v: seat_order(v["voter"]))],
-                "eliminated": [{"seat": s["seat"], "model": s["model"], "role": s["role"], "by": s["eliminated_by"]}
-                               for s in seats if s["eliminated_round"] == n],
-            })
-        pages.append(GamePage(
-            key=safe_key(game_id),
-            cells=[game_id, game["variant"], f"{game['civilian_word']} / {game['spy_word']}", game["spy_model"],
-                   game["winner"], str(game["rounds_played"])],
-            title=f"Who is Spy game {game_id}",
-            context={
-                "game": game,
-                "seats": [{"seat": s["seat"], "model": s["model"], "role": s["role"], "word": s["word"],
-                           "score": num(s["score"]),
-                           "out": f"round {s['eliminated_round']} ({s['eliminated_by']})" if s["eliminated_round"] else "–"}
-                          for s in seats],
-                "rounds": rounds,
-            },
-        ))
+            rounds.append(
+                {
+                    "title": f"Round {n}",
+                    "speeches": [
+                        {
+                            "seat": s["seat"],
+                            "model": s["model"],
+                            "role": s["role"],
+                            # the text the other players saw (cut to the character limit)
+                            "text": s["shown"] if s["shown"] is not None else s["text"],
+                            "fouled": s["fouled"],
+                            "foul_kinds": s["foul_kinds"],
+                            "truncated": s["truncated"],
+                        }
+                        for s in sorted(speeches[n], key=lambda s: seat_order(s["seat"]))
+                    ],
+                    "votes": [
+                        {
+                            "voter": v["voter"],
+                            "model": v["model"],
+                            "target": "abstained" if v["abstained"] or v["target"] is None else v["target"],
+                            "correct": v["correct"],
+                        }
+                        for v in sorted(votes[n], key=lambda v: seat_order(v["voter"]))
+                    ],
+                    "eliminated": [
+                        {"seat": s["seat"], "model": s["model"], "role": s["role"], "by": s["eliminated_by"]}
+                        for s in seats
+                        if s["eliminated_round"] == n
+                    ],
+                }
+            )
+        pages.append(
+            GamePage(
+                key=safe_key(game_id),
+                cells=[
+                    game_id,
+                    game["variant"],
+                    f"{game['civilian_word']} / {game['spy_word']}",
+                    game["spy_model"],
+                    game["winner"],
+                    str(game["rounds_played"]),
+                ],
+                title=f"Who is Spy game {game_id}",
+                context={
+                    "game": game,
+                    "seats": [
+                        {
+                            "seat": s["seat"],
+                            "model": s["model"],
+                            "role": s["role"],
+                            "word": s["word"],
+                            "score": num(s["score"]),
+                            "out": f"round {s['eliminated_round']} ({s['eliminated_by']})"
+                            if s["eliminated_round"]
+                            else "–",
+                        }
+                        for s in seats
+                    ],
+                    "rounds": rounds,
+                },
+            )
+        )
     note = f"Replays of the first {len(shown)} of {len(rows)} games." if len(shown) < len(rows) else ""
-    return ReplaySet(TEMPLATE, ["game", "variant", "words (civilian / spy)", "spy", "winner", "rounds"],
-                     "Games", pages, note)
+    return ReplaySet(
+        TEMPLATE, ["game", "variant", "words (civilian / spy)", "spy", "winner", "rounds"], "Games", pages, note
+    )
 
 
 # the replay page (jinja, autoescaped: model text is never marked safe); extends the site's base.html

@@ -19,7 +19,7 @@ from pipeline.whoisspy.metrics import (
     ratings,
     variants_table,
 )
-from pipeline.whoisspy.plots import PLOTS, save_plots
+from pipeline.whoisspy.plots import save_plots
 from pipeline.whoisspy.schemas import (
     GamesSchema,
     LeaderboardSchema,
@@ -29,18 +29,7 @@ from pipeline.whoisspy.schemas import (
     VotesSchema,
 )
 
-TABLES: tuple[str, ...] = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "calls")
-
-
-def rate_outputs(out_dir: str | Path) -> list[str]:
-    """Every file `rate` writes (the rule's outputs)."""
-    out = Path(out_dir)
-    return [str(out / f"{name}.parquet") for name in TABLES] + [str(out / "metrics.json")]
-
-
-def report_outputs(out_dir: str | Path) -> list[str]:
-    """Every file `report` writes (the rule's outputs)."""
-    return [str(Path(out_dir) / "plots" / f"{name}.{ext}") for name in PLOTS for ext in ("html", "png", "svg")]
+# what `rate` and `report` write is declared once, in benchmark.py (`writes`): the rules' outputs and dvc.yaml
 
 
 def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Path) -> dict[str, Any]:
@@ -59,7 +48,9 @@ def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Pa
         out / "leaderboard.parquet", leaderboard(seats, params.rank_variant, rating_table, intervals), LeaderboardSchema
     )
     variants = write_table(
-        out / "variants.parquet", variants_table(seats, params.rank_variant), VariantsSchema,
+        out / "variants.parquet",
+        variants_table(seats, params.rank_variant),
+        VariantsSchema,
         sort_by=["model", "variant", "metric"],
     )
 

@@ -2,20 +2,18 @@
 # (every game into tables, TrueSkill ratings and metrics.json) and `report` (plots). Games of API
 # models are played by shard jobs instead, many games per process (pipeline/core/run/shards.py): each
 # game still writes its own content-named files; the shard's output is a marker.
-from pipeline.core.artifacts import announce_games
+# The files `rate` and `report` write are declared once, in benchmark.py.
+from pipeline.core.artifacts.progress import announce_games
 from pipeline.core.run import jobs_for_games
-from pipeline.whoisspy.workflow import (
-    rate_outputs,
-    rate_settings,
-    report_code_fingerprint,
-    report_outputs,
-    scheduled_seats,
-)
+from pipeline.whoisspy.benchmark import BENCHMARK as WHOISSPY
+from pipeline.whoisspy.workflow import rate_settings, report_code_fingerprint, scheduled_seats
 
 WHOISSPY_PARAMS = f"{PARAMS_DIR}/whoisspy.yaml"  # PARAMS_DIR: the Snakefile's params directory
 WHOISSPY_MODELS = f"{PARAMS_DIR}/models.yaml"
-WHOISSPY_SEATS = scheduled_seats(WHOISSPY_PARAMS, WHOISSPY_MODELS)
+# unreadable params schedule nothing and stop whoisspy's targets (PARAMS_PROBLEMS, the guard below)
+WHOISSPY_SEATS = scheduled_seats(WHOISSPY_PARAMS, WHOISSPY_MODELS, PARAMS_PROBLEMS)
 WHOISSPY_SOLO, WHOISSPY_SHARDS = jobs_for_games(WHOISSPY_SEATS, WHOISSPY_MODELS)
+# the files whose presence means a game is done, for the run's progress line (written when the run starts)
 announce_games("whoisspy", [f"results/whoisspy/games/{g}.json" for g in WHOISSPY_SEATS])
 # the params file is not an input of the games (a game's id already covers what decides it)
 WHOISSPY_ARGS = f"--params {WHOISSPY_PARAMS} --models {WHOISSPY_MODELS}"
@@ -25,14 +23,14 @@ rule whoisspy_play:
     output:
         game="results/whoisspy/games/{game_id}.json",
         calls="results/whoisspy/games/{game_id}.calls.parquet",
-    wildcard_constraints:
-        game_id="[0-9a-f]{16}",
-    params:
-        args=WHOISSPY_ARGS,
     log:
         "results/whoisspy/logs/games/{game_id}.log",
+    wildcard_constraints:
+        game_id="[0-9a-f]{16}",
     conda:
         PIPELINE_ENV
+    params:
+        args=WHOISSPY_ARGS,
     shell:
         "python -m pipeline whoisspy play {wildcards.game_id} {params.args} --out results/whoisspy/games 2> {log}"
 
@@ -40,17 +38,17 @@ rule whoisspy_play:
 rule whoisspy_shard:
     output:
         marker="results/whoisspy/shards/{shard_id}.json",
+    log:
+        "results/whoisspy/logs/shards/{shard_id}.log",
+    wildcard_constraints:
+        shard_id="[0-9a-f]{16}",
+    conda:
+        PIPELINE_ENV
+    resources:
+        api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
     params:
         games=lambda wildcards: ",".join(WHOISSPY_SHARDS[wildcards.shard_id]),
         args=WHOISSPY_ARGS,
-    wildcard_constraints:
-        shard_id="[0-9a-f]{16}",
-    resources:
-        api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
-    log:
-        "results/whoisspy/logs/shards/{shard_id}.log",
-    conda:
-        PIPELINE_ENV
     shell:
         "python -m pipeline whoisspy play {params.games} {params.args} --out results/whoisspy/games "
         "--marker {output.marker} 2> {log}"
@@ -64,13 +62,13 @@ rule whoisspy_rate:
         params=WHOISSPY_PARAMS,
         guard=params_guard(PARAMS_PROBLEMS, "whoisspy"),  # names that resolve to nothing stop here
     output:
-        rate_outputs("results/whoisspy"),
-    params:
-        settings=rate_settings(WHOISSPY_PARAMS),
+        WHOISSPY.files("rate"),
     log:
         "results/whoisspy/logs/rate.log",
     conda:
         PIPELINE_ENV
+    params:
+        settings=rate_settings(WHOISSPY_PARAMS),
     shell:
         f"python -m pipeline whoisspy rate --params {{input.params}} --models {WHOISSPY_MODELS} "
         "--games results/whoisspy/games --out results/whoisspy 2> {log}"
@@ -80,13 +78,13 @@ rule whoisspy_report:
     input:
         rules.whoisspy_rate.output,
     output:
-        report_outputs("results/whoisspy"),
-    params:
-        code=report_code_fingerprint(),  # the plots' code: a change redraws them
+        WHOISSPY.files("report"),
     log:
         "results/whoisspy/logs/report.log",
     conda:
         PIPELINE_ENV
+    params:
+        code=report_code_fingerprint(),  # the plots' code: a change redraws them
     shell:
         "python -m pipeline whoisspy report --out results/whoisspy 2> {log}"
 

@@ -147,7 +147,9 @@ def check_names(params: WhoIsSpyParams, models: ModelsParams, source: str) -> No
     params.check_roster(models, source)
 
 
-def build_schedule(params: WhoIsSpyParams, models: ModelsParams, source: str = "params/whoisspy.yaml") -> list[GameSpec]:
+def build_schedule(
+    params: WhoIsSpyParams, models: ModelsParams, source: str = "params/whoisspy.yaml"
+) -> list[GameSpec]:
     """All games of the tournament, in a stable order (variant, player, replicate, role)."""
     check_names(params, models, source)
     n = params.rules.seats

@@ -140,4 +140,3 @@ class VariantsSchema(StrictTable):
     baseline: float = pa.Field(nullable=True)
     delta: float = pa.Field(nullable=True)
     games: int = pa.Field(ge=0)
-

@@ -1,28 +1,28 @@
-"""What the Snakemake rules need at parse time: the scheduled game ids and the report's files."""
+"""What the Snakemake rules need at parse time: the scheduled games and the rate job's settings."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from pipeline.core.artifacts import ParamsError
 from pipeline.core.run import code_fingerprint
-from pipeline.whoisspy.report import rate_outputs, report_outputs
 
-__all__ = ["rate_outputs", "rate_settings", "report_code_fingerprint", "report_outputs", "scheduled_game_ids", "scheduled_seats"]
-
-
-def scheduled_game_ids(params_path: str, models_path: str) -> list[str]:
-    """Ids of every scheduled game; [] (with a warning) when the params cannot be read."""
-    return list(scheduled_seats(params_path, models_path))
+__all__ = ["rate_settings", "report_code_fingerprint", "scheduled_game_ids", "scheduled_seats"]
 
 
-def scheduled_seats(params_path: str, models_path: str) -> dict[str, tuple[str, ...]]:
-    """Roster names at the seats of every scheduled game; {} (with a warning) when the params
-    cannot be read.
+def scheduled_game_ids(params_path: str, models_path: str, problems: dict[str, str] | None = None) -> list[str]:
+    """Ids of every scheduled game; [] when the params cannot be read (see `scheduled_seats`)."""
+    return list(scheduled_seats(params_path, models_path, problems))
 
-    A broken params file must not stop other benchmarks' targets from parsing: the whoisspy rate job
-    then runs alone and fails with the full message naming the file, the field and the fix.
+
+def scheduled_seats(
+    params_path: str, models_path: str, problems: dict[str, str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """Roster names at the seats of every scheduled game; {} when the params cannot be read.
+
+    A broken params file must not stop other benchmarks' targets from parsing: its problem goes into
+    `problems` (the Snakefile's PARAMS_PROBLEMS), and building a target that needs whoisspy stops on it
+    (core.run.workflow.params_guard), naming the file, the field and the fix.
     """
     from pipeline.core.models import load_models
     from pipeline.whoisspy.config import load_whoisspy
@@ -32,8 +32,8 @@ def scheduled_seats(params_path: str, models_path: str) -> dict[str, tuple[str, 
         params = load_whoisspy(params_path)
         return {g.game_id: g.seats for g in build_schedule(params, load_models(models_path), source=params_path)}
     except ParamsError as exc:
-        first = str(exc).splitlines()[0]
-        print(f"whoisspy: no games scheduled ({first}); its jobs will fail until this is fixed", file=sys.stderr)
+        if problems is not None:
+            problems.setdefault("whoisspy", str(exc))
         return {}
 
 
@@ -56,5 +56,7 @@ def rate_settings(params_path: str) -> dict[str, Any]:
     except ParamsError:
         return settings
     return settings | {
-        "rank_variant": params.rank_variant, "seed": params.seed, "rating": params.rating.model_dump(mode="json")
+        "rank_variant": params.rank_variant,
+        "seed": params.seed,
+        "rating": params.rating.model_dump(mode="json"),
     }

@@ -3,14 +3,34 @@ scored in bits by a judge language model (docs/xent.md)."""
 
 from __future__ import annotations
 
-from pipeline.core.run import Benchmark
+from pipeline.core.run.registry import Benchmark
+from pipeline.core.run.verbs import Verb
+from pipeline.xent import cli
+from pipeline.xent.outputs import WRITES
 from pipeline.xent.replay import replays
 from pipeline.xent.schemas import MovesSchema, RewardsSchema, ScoresSchema, TokenXentsSchema
+from pipeline.xent.workflow import schedule_notes
 
 BENCHMARK = Benchmark(
     name="xent",
     title="Xent",
     package="pipeline.xent",
+    description="Xent: cross-entropy games in XGL, scored by a judge model",
+    rules_file="rules.smk",
+    schedule=Verb(cli.schedule, "list the play jobs (id, game, player, maps)"),
+    play=Verb(
+        cli.play,
+        "play scheduled jobs (one game, one player, all its maps); write "
+        "<out>/<game>/<job_id>.json and its calls table",
+        out="results/xent/play",
+        out_help="the play records' folder",
+        concurrent=False,
+        flags=cli.play_flags,
+    ),
+    rate=Verb(cli.rate, "rounds, scores, maps, TrueSkill ratings and metrics.json from the rescored tables"),
+    report=Verb(cli.report, "plots from the rated tables"),
+    extra_commands=cli.extra_commands,
+    writes=WRITES,
     outputs=(
         "maps",
         "play",
@@ -34,8 +54,10 @@ BENCHMARK = Benchmark(
         "scores.parquet": ScoresSchema,
     },
     replays=replays,
+    site_reads=("moves.parquet", "token_xents.parquet"),
     headline=("xent_score",),
     extra_inputs=("maps/**/*.xgl",),
     order=20,
     estimators="pipeline.xent.estimators",
+    schedule_notes=schedule_notes,
 )

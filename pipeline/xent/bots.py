@@ -84,7 +84,7 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
             story = max(visible, key=len).split()
             if story:
                 start = rng.randrange(len(story))
-                return " ".join(story[start:start + rng.randint(1, 3)])
+                return " ".join(story[start : start + rng.randint(1, 3)])
         pool = [_neighbour(w) for w in _content_words(visible)] or list(_FALLBACK)
         allowed = _allowed_words(state)
         if allowed:  # only_uses_words(register, ...) holds the move to that register's words

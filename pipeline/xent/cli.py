@@ -1,5 +1,6 @@
-"""`python -m pipeline xent schedule | play | rescore | rate | report`, plus `play-program`, `maps`, `games`
-and `build` (the verb set: pipeline/core/run/verbs.py)."""
+"""The bodies of `python -m pipeline xent schedule | play | rate | report`, which benchmark.py declares
+(core/run/verbs.py builds their command lines), and Xent's own `rescore`, `play-program`, `maps`,
+`games` and `build`."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+from pipeline.core.run.verbs import BenchmarkCommands, VerbCall
 from pipeline.xent.judges import load_any_judge
 
 
-def _player_entry(spec: str, models):  # -> (RosterEntry, ModelsParams)
+def _player_entry(spec: str, models: Any) -> Any:  # -> (RosterEntry, ModelsParams)
     from pipeline.core.artifacts import ParamsError
     from pipeline.core.models import ModelsParams, RosterEntry
 
@@ -61,17 +64,37 @@ def _cmd_play_program(args: argparse.Namespace) -> int:
     opponent = make_player(opponent_entry, gateway, seed, game="xent") if opponent_entry else None
     stories = judge_stories(judge, f"xent-cli/{game.name}/{args.seed}") if program.has_story_calls else None
     settings = PlaySettings(reply_max_tokens=args.max_tokens, protocol=args.protocol, conversation=args.conversation)
-    record = asyncio.run(play_map(game, program, Path(args.program).stem, seat_players(game, player, opponent),
-                                  judge, args.rounds, settings, stories))
+    record = asyncio.run(
+        play_map(
+            game,
+            program,
+            Path(args.program).stem,
+            seat_players(game, player, opponent),
+            judge,
+            args.rounds,
+            settings,
+            stories,
+        )
+    )
     errors = [r for r in record["rounds"] if r["error"]]
     totals = [r["total_bits"] for r in record["rounds"] if r["total_bits"] is not None]
     summary = {
-        "program": args.program, "game": game.name, "player": entry.name, "judge": judge.fingerprint.as_dict(),
-        "self_roles": list(game.self_roles), "map_score": max(totals) if totals else None,
+        "program": args.program,
+        "game": game.name,
+        "player": entry.name,
+        "judge": judge.fingerprint.as_dict(),
+        "self_roles": list(game.self_roles),
+        "map_score": max(totals) if totals else None,
         "rounds": [
-            {"round": r["round"], "total_bits": r["total_bits"], "error": r["error"],
-             "moves": [{k: m[k] for k in ("role", "register", "move", "attempts")} for m in r["moves"]],
-             "rewards": [{k: w[k] for k in ("reward_index", "role", "expression", "total_bits")} for w in r["rewards"]]}
+            {
+                "round": r["round"],
+                "total_bits": r["total_bits"],
+                "error": r["error"],
+                "moves": [{k: m[k] for k in ("role", "register", "move", "attempts")} for m in r["moves"]],
+                "rewards": [
+                    {k: w[k] for k in ("reward_index", "role", "expression", "total_bits")} for w in r["rewards"]
+                ],
+            }
             for r in record["rounds"]
         ],
     }
@@ -97,7 +120,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_schedule(args: argparse.Namespace) -> int:
+def schedule(args: VerbCall) -> int:
     from pipeline.xent.config import load_xent
     from pipeline.xent.settings import differences_note
     from pipeline.xent.stages import load_schedule
@@ -106,28 +129,38 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     note = differences_note(load_xent(args.params), list(schedule.differences), args.params)
     if note:
         print(note, file=sys.stderr)
-    jobs = [{"job_id": j.job_id, "game": j.game, "player": j.player, "opponent": j.opponent, "rounds": j.rounds,
-             "maps": [m.map_id for m in j.maps]} for j in schedule.jobs]
+    jobs: list[dict[str, Any]] = [
+        {
+            "job_id": j.job_id,
+            "game": j.game,
+            "player": j.player,
+            "opponent": j.opponent,
+            "rounds": j.rounds,
+            "maps": [m.map_id for m in j.maps],
+        }
+        for j in schedule.jobs
+    ]
     if args.json:
         print(json.dumps(jobs, indent=2))
         return 0
     for job in jobs:
         against = f" vs {job['opponent']}" if job["opponent"] else ""
-        print(f"{job['job_id']}  {job['game']:<16} {job['player']}{against}  {len(job['maps'])} map(s) x {job['rounds']} round(s)")
+        print(
+            f"{job['job_id']}  {job['game']:<16} {job['player']}{against}  {len(job['maps'])} map(s) x {job['rounds']} round(s)"
+        )
     print(f"{len(jobs)} play job(s) over {len(schedule.maps)} game(s)", file=sys.stderr)
     return 0
 
 
-def _cmd_play(args: argparse.Namespace) -> int:
+def play(args: VerbCall) -> int:
     """Scheduled play jobs, one after the other: each job already plays its maps concurrently on one
     batching judge, which is what the machine's cores are for."""
     from pipeline.core.artifacts import write_json_atomic
-    from pipeline.core.run import job_ids
     from pipeline.xent.stages import play_stage
 
     written = []
-    for job_id in job_ids(args):
-        path = play_stage(args.params, args.models, None, job_id, args.maps, args.out)
+    for job_id in args.jobs:
+        path = play_stage(args.params, args.models, None, job_id, args.args.maps, args.out)
         print(f"wrote {path}", file=sys.stderr)
         written.append({"job_id": job_id, "record": str(path)})
     if args.marker:
@@ -143,7 +176,11 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_rate(args: argparse.Namespace) -> int:
+def play_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--maps", default="results/xent/maps", help="the built maps' folder")
+
+
+def rate(args: VerbCall) -> int:
     from pipeline.xent.report import write_rate
 
     summary = write_rate(args.params, args.out, args.models)
@@ -151,7 +188,7 @@ def _cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def report(args: VerbCall) -> int:
     from pipeline.xent.report import write_report
 
     written = write_report(args.out)
@@ -166,9 +203,12 @@ def _cmd_maps_import(args: argparse.Namespace) -> int:
     mapset = load_map_set(args.out, source=args.out)
     for game, maps in sorted(mapset.maps.items()):
         print(f"{game:<16} {len(maps)} map(s): {', '.join(m.map_seed for m in maps)}")
-    print(f"imported {sum(len(m) for m in mapset.maps.values())} map(s) of {mapset.manifest['benchmark_id']} "
-          f"(judge {mapset.manifest['judge_model']}, {mapset.rounds} rounds) into {args.out}; "
-          f"play them with `map_set: {args.out}` in params/xent.yaml", file=sys.stderr)
+    print(
+        f"imported {sum(len(m) for m in mapset.maps.values())} map(s) of {mapset.manifest['benchmark_id']} "
+        f"(judge {mapset.manifest['judge_model']}, {mapset.rounds} rounds) into {args.out}; "
+        f"play them with `map_set: {args.out}` in params/xent.yaml",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -178,48 +218,67 @@ def _cmd_games(args: argparse.Namespace) -> int:
     for name in library_names():
         game = load_game(name)
         first = game.description.split(".")[0]
-        print(f"{name:<16} roles {','.join(game.self_roles)}"
-              f"{' vs ' + ','.join(game.opponent_roles) if game.opponent_roles else ''}  {first}")
+        print(
+            f"{name:<16} roles {','.join(game.self_roles)}"
+            f"{' vs ' + ','.join(game.opponent_roles) if game.opponent_roles else ''}  {first}"
+        )
     return 0
 
 
-def register(commands: argparse._SubParsersAction) -> None:
-    from pipeline.core.run import BenchmarkCommands
-
-    bench = BenchmarkCommands(commands, "xent", "Xent: cross-entropy games in XGL, scored by a judge model")
-    bench.schedule(_cmd_schedule, "list the play jobs (id, game, player, maps)")
-    play = bench.play(_cmd_play, "play scheduled jobs (one game, one player, all its maps); write "
-                     "<out>/<game>/<job_id>.json and its calls table", out="results/xent/play",
-                     out_help="the play records' folder", concurrent=False)
-    play.add_argument("--maps", default="results/xent/maps", help="the built maps' folder")
-    rescore = bench.extra("rescore", "re-score every recorded move with the configured judges; write the tables",
-                         _cmd_rescore)
+def extra_commands(bench: BenchmarkCommands) -> None:
+    rescore = bench.extra(
+        "rescore", "re-score every recorded move with the configured judges; write the tables", _cmd_rescore
+    )
     rescore.add_argument("--plays", default="results/xent/play", help="the play records' folder")
-    bench.rate(_cmd_rate, "rounds, scores, maps, TrueSkill ratings and metrics.json from the rescored tables")
-    bench.report(_cmd_report, "plots from the rated tables")
 
-    program = bench.extra("play-program", "play any XGL program (a game or a built map) and print per-round "
-                         "rewards; no schedule, nothing written", _cmd_play_program, inputs=False, writes=False)
+    program = bench.extra(
+        "play-program",
+        "play any XGL program (a game or a built map) and print per-round rewards; no schedule, nothing written",
+        _cmd_play_program,
+        inputs=False,
+        writes=False,
+    )
     program.add_argument("program", metavar="PROGRAM.xgl")
-    program.add_argument("--player", required=True, help="a roster name from params/models.yaml, or bot:random / bot:heuristic")
+    program.add_argument(
+        "--player", required=True, help="a roster name from params/models.yaml, or bot:random / bot:heuristic"
+    )
     program.add_argument("--opponent", default="bot:heuristic", help="who plays the game's @opponent roles")
     program.add_argument("--rounds", type=int, default=3)
-    program.add_argument("--judge", default="gemma-3-270m", help="judge name or model directory (`word`: a model-free test judge)")
+    program.add_argument(
+        "--judge", default="gemma-3-270m", help="judge name or model directory (`word`: a model-free test judge)"
+    )
     program.add_argument("--models", default="params/models.yaml")
     program.add_argument("--seed", type=int, default=0, help="story seed for programs that still call story()")
-    program.add_argument("--max-tokens", type=int, default=None,
-                         help="the game's token cap on a model's reply (default: none, the model's roster entry decides)")
-    program.add_argument("--protocol", choices=("reference", "short"), default="reference",
-                         help="reply protocol: reference (think, then the last <move> tag) or short (the move only)")
-    program.add_argument("--conversation", choices=("per_ask", "per_map"), default="per_ask",
-                         help="per_ask (the published leaderboard's): a fresh prompt with the whole history at every "
-                         "ask; per_map: one conversation per map")
-    program.add_argument("--judge-dtype", choices=("float32", "bfloat16", "auto"), default="float32",
-                         help="the judge's weight dtype: float32 (the reference's), bfloat16, auto (bfloat16 on a GPU)")
+    program.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="the game's token cap on a model's reply (default: none, the model's roster entry decides)",
+    )
+    program.add_argument(
+        "--protocol",
+        choices=("reference", "short"),
+        default="reference",
+        help="reply protocol: reference (think, then the last <move> tag) or short (the move only)",
+    )
+    program.add_argument(
+        "--conversation",
+        choices=("per_ask", "per_map"),
+        default="per_ask",
+        help="per_ask (the published leaderboard's): a fresh prompt with the whole history at every "
+        "ask; per_map: one conversation per map",
+    )
+    program.add_argument(
+        "--judge-dtype",
+        choices=("float32", "bfloat16", "auto"),
+        default="float32",
+        help="the judge's weight dtype: float32 (the reference's), bfloat16, auto (bfloat16 on a GPU)",
+    )
     program.add_argument("--json", action="store_true", help="print the rounds as JSON")
 
-    maps = bench.extra("maps", "map sets: import the reference's built benchmark", lambda _args: 2,
-                      inputs=False, writes=False)
+    maps = bench.extra(
+        "maps", "map sets: import the reference's built benchmark", lambda _args: 2, inputs=False, writes=False
+    )
     maps_sub = maps.add_subparsers(dest="maps_command", metavar="SUBCOMMAND", required=True)
     imports = maps_sub.add_parser("import", help="write every map of a reference benchmark JSON as a playable program")
     imports.add_argument("file", metavar="FILE.json", help="the reference's built (expanded) benchmark file")
@@ -228,8 +287,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     bench.extra("games", "list the game library", _cmd_games, inputs=False, writes=False)
 
-    build = bench.extra("build", "build the maps of one game (stories become literals)", _cmd_build,
-                       out="results/xent/maps", out_help="the maps' folder")
+    build = bench.extra(
+        "build",
+        "build the maps of one game (stories become literals)",
+        _cmd_build,
+        out="results/xent/maps",
+        out_help="the maps' folder",
+    )
     build.add_argument("--game", required=True)
     build.add_argument("--judge-cache", default=".cache/judge", help="on-disk story/score cache of the judge")
-    bench.check()

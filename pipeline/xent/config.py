@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,27 +15,43 @@ from pipeline.core.rating import with_defaults
 
 class ReplyParams(Strict):
     protocol: Literal["reference", "short"] = Field(
-        "reference", description="how a model is asked for its move: reference (the reference's): it may think "
+        "reference",
+        description="how a model is asked for its move: reference (the reference's): it may think "
         "first and ends its reply with the move in <move></move> tags, the last closed tag counts, no stop "
         "sequence; short (ours, the earlier prompt): the move only inside tags, the reply stops at </move>",
     )
     max_tokens: int | None = Field(
-        None, ge=4, le=4096, description="the game's token cap on a model's whole reply; null (the reference's): no "
+        None,
+        ge=4,
+        le=4096,
+        description="the game's token cap on a model's whole reply; null (the reference's): no "
         "game cap, each model's roster entry decides its reply budget (params/models.yaml)",
     )
     detail_rounds: int | None = Field(
-        None, ge=0, le=100, description="earlier rounds a `per_ask` prompt shows with their per-token breakdown "
+        None,
+        ge=0,
+        le=100,
+        description="earlier rounds a `per_ask` prompt shows with their per-token breakdown "
         "(all rounds show their moves and totals): null (the published leaderboard's) every earlier round with "
         "every token; an integer N (ours, shorter prompts) the last N rounds, at most 60 tokens each",
     )
     conversation: Literal["per_ask", "per_map"] = Field(
-        "per_ask", description="per_ask (the reference's published leaderboard, benchmark 0.2): a fresh prompt at "
+        "per_ask",
+        description="per_ask (the reference's published leaderboard, benchmark 0.2): a fresh prompt at "
         "every ask with the whole history of the map; per_map (the reference's later chat mode, no published "
         "numbers): one conversation per map across rounds, each ask adds what is new",
     )
 
 
-class RatingSettings(with_defaults("XentTrueSkill", draw_probability=0.1, passes=8, bootstrap_resamples=50)):
+if TYPE_CHECKING:  # to mypy the base is what with_defaults builds it from: TrueSkillSettings
+    from pipeline.core.rating.settings import TrueSkillSettings
+
+    _RatingBase = TrueSkillSettings
+else:
+    _RatingBase = with_defaults("XentTrueSkill", draw_probability=0.1, passes=8, bootstrap_resamples=50)
+
+
+class RatingSettings(_RatingBase):
     """trueskill's own defaults; equal map scores are ties, so the draw probability must be positive."""
 
     draw_probability: float = Field(
@@ -46,7 +62,8 @@ class RatingSettings(with_defaults("XentTrueSkill", draw_probability=0.1, passes
 class XentParams(Strict):
     players: list[str] = Field(min_length=1, description="roster names (params/models.yaml) that play every map")
     opponent: str = Field(
-        "heuristic-bot", description="the roster name that plays a game's @opponent roles (e.g. white in a zero-sum game)"
+        "heuristic-bot",
+        description="the roster name that plays a game's @opponent roles (e.g. white in a zero-sum game)",
     )
     games: list[str] = Field(
         default_factory=list,
@@ -60,15 +77,20 @@ class XentParams(Strict):
     maps_per_game: int = Field(2, ge=1, le=10000, description="maps (map seeds) per game")
     seed: int = Field(0, ge=0, description="base of the map seeds: map k of a game has seed `seed + k`")
     rounds: int = Field(
-        3, ge=1, le=1000, description="rounds each player plays on each map (the paper plays 20); left out with a "
+        3,
+        ge=1,
+        le=1000,
+        description="rounds each player plays on each map (the paper plays 20); left out with a "
         "`map_set`: the map set's rounds",
     )
     judge: str = Field(
-        "gemma-3-270m", description="the judge that scores moves during play: a registered name, a model directory "
+        "gemma-3-270m",
+        description="the judge that scores moves during play: a registered name, a model directory "
         "or a Hugging Face model id in the local cache; left out with a `map_set`: the map set's judge",
     )
     judge_dtype: Literal["float32", "bfloat16", "auto"] = Field(
-        "float32", description="the judge's weight dtype: float32 (the reference's), bfloat16 (ours: faster, half "
+        "float32",
+        description="the judge's weight dtype: float32 (the reference's), bfloat16 (ours: faster, half "
         "the memory on a GPU), auto (bfloat16 on a GPU, float32 on CPU); part of the judge's fingerprint and of "
         "every score cache key",
     )
@@ -84,9 +106,10 @@ class XentParams(Strict):
     rescore_judges: list[str] = Field(
         default_factory=list, description="more judges that re-score every recorded move (the play judge always does)"
     )
-    replies: ReplyParams = Field(default_factory=ReplyParams, description="reply protocol, token cap and history detail")
+    replies: ReplyParams = Field(
+        default_factory=ReplyParams, description="reply protocol, token cap and history detail"
+    )
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
-
 
     @model_validator(mode="after")
     def _something_to_play(self) -> XentParams:
@@ -94,8 +117,9 @@ class XentParams(Strict):
             raise ValueError("give at least one game under `games` or an imported `map_set` directory")
         return self
 
-    def check_roster(self, models: ModelsParams, source: str = "params/xent.yaml",
-                     models_source: str = "params/models.yaml") -> None:
+    def check_roster(
+        self, models: ModelsParams, source: str = "params/xent.yaml", models_source: str = "params/models.yaml"
+    ) -> None:
         """Every name must resolve: players and opponent in the roster, judges registered (or a model
         directory: a path, which may still be downloading, is not looked at here), games in the
         library or .xgl files that parse. Stops with every problem at once, each with its fix."""
@@ -103,8 +127,9 @@ class XentParams(Strict):
         from pipeline.xent.xgl import ParseError
 
         known = [e.name for e in models.roster]
-        problems = roster_problems([*indexed("players", self.players), ("opponent", self.opponent)],
-                                   known, source, models_source)
+        problems = roster_problems(
+            [*indexed("players", self.players), ("opponent", self.opponent)], known, source, models_source
+        )
         judges = judge_names()
         for field, names in (("judge", [self.judge]), ("rescore_judges", self.rescore_judges)):
             for name in names:
@@ -112,18 +137,24 @@ class XentParams(Strict):
                 if "/" in bare or bare.startswith((".", "~")) or bare in judges or Path(bare).is_dir():
                     continue
                 guess = did_you_mean(bare, judges)
-                problems.append(f"{source}: {field}: {name!r} is neither a registered judge nor a model directory; "
-                                f"{guess + ' ' if guess else ''}use one of {', '.join(judges)} or the path of a "
-                                "Hugging Face model directory")
+                problems.append(
+                    f"{source}: {field}: {name!r} is neither a registered judge nor a model directory; "
+                    f"{guess + ' ' if guess else ''}use one of {', '.join(judges)} or the path of a "
+                    "Hugging Face model directory"
+                )
         library = library_names()
         for i, ref in enumerate(self.games):
             if not Path(ref).suffix and ref not in library:
                 guess = did_you_mean(ref, library)
-                problems.append(f"{source}: games[{i}]: {ref!r} is not a library game; "
-                                f"{guess + ' ' if guess else ''}use one of {', '.join(library)} or the path of a .xgl file")
+                problems.append(
+                    f"{source}: games[{i}]: {ref!r} is not a library game; "
+                    f"{guess + ' ' if guess else ''}use one of {', '.join(library)} or the path of a .xgl file"
+                )
             elif Path(ref).suffix and not Path(ref).is_file():
-                problems.append(f"{source}: games[{i}]: {ref} does not exist; give the path of a .xgl file "
-                                f"(relative to the project root) or a library game: {', '.join(library)}")
+                problems.append(
+                    f"{source}: games[{i}]: {ref} does not exist; give the path of a .xgl file "
+                    f"(relative to the project root) or a library game: {', '.join(library)}"
+                )
             else:
                 try:
                     load_game(ref)

@@ -167,12 +167,17 @@ def game_work(game: Any, maps: Sequence[Any], rounds: int, params: Any) -> GameW
     from pipeline.xent.xgl import load_program
 
     replies = params.replies
-    settings = PlaySettings(reply_max_tokens=replies.max_tokens, detail_rounds=replies.detail_rounds,
-                            conversation=replies.conversation, protocol=replies.protocol)
+    settings = PlaySettings(
+        reply_max_tokens=replies.max_tokens,
+        detail_rounds=replies.detail_rounds,
+        conversation=replies.conversation,
+        protocol=replies.protocol,
+    )
     imported = [m for m in maps if m.imported]
     if imported:  # each map its own program (its stories are literals)
-        walked = [map_work(game, load_program(m.imported), m.map_id, rounds, settings)
-                  for m in imported[:SIMULATED_MAPS]]
+        walked = [
+            map_work(game, load_program(m.imported), m.map_id, rounds, settings) for m in imported[:SIMULATED_MAPS]
+        ]
     else:  # our maps are the game with other stories: the game's program stands for each of them
         walked = [map_work(game, game.program, maps[0].map_id if maps else "plan", rounds, settings)]
     scale = len(maps) / len(walked)
@@ -184,8 +189,13 @@ def game_work(game: Any, maps: Sequence[Any], rounds: int, params: Any) -> GameW
             for prompt, limit in work.asks.get(role, []):
                 by_limit.setdefault(limit, []).append(prompt)
         moves[role] = [
-            PlannedMove("move", len(prompts) * scale, round(sum(prompts) / len(prompts)), replies.max_tokens,
-                        expected_visible(limit, replies.protocol))
+            PlannedMove(
+                "move",
+                len(prompts) * scale,
+                round(sum(prompts) / len(prompts)),
+                replies.max_tokens,
+                expected_visible(limit, replies.protocol),
+            )
             for limit, prompts in sorted(by_limit.items())
         ]
         reasks[role] = sum(w.reasks.get(role, 0) for w in walked) * scale
@@ -200,8 +210,10 @@ def _why(game: str, work: GameWork, roles: Sequence[str], protocol: str) -> str:
     reasks = math.ceil(sum(work.reasks.get(role, 0.0) for role in roles) - 1e-9)
     ensure = f"; ensure may re-ask up to {reasks} more" if reasks else ""
     thought = f" + a {THOUGHT_WORDS}-word thought" if protocol == "reference" else ""
-    text = (f"{game}: {work.maps} map(s) x {work.rounds} round(s) x {per_round:g} ask(s) of {'/'.join(roles)} "
-            f"a round (the program's elicits{ensure}), replies = move limit + tags{thought}")
+    text = (
+        f"{game}: {work.maps} map(s) x {work.rounds} round(s) x {per_round:g} ask(s) of {'/'.join(roles)} "
+        f"a round (the program's elicits{ensure}), replies = move limit + tags{thought}"
+    )
     if work.error:
         text += f"; the walk-through stopped early ({work.error}): calls may be more"
     return text
@@ -233,8 +245,12 @@ def estimate_play(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     found = seat_estimates(context, "xent", f"xent/{play.game}", seats, None, "", seat_moves, marker)
     protocol = params.replies.protocol
     notes = {name: [r for i, seat in enumerate(seats) if seat == name for r in roles[i]] for name in seats}
-    return [dataclasses.replace(e, note=f"{e.model}: {_why(play.game, work, notes[e.model], protocol)}")
-            if e.note == f"{e.model}: {marker}" else e for e in found]
+    return [
+        dataclasses.replace(e, note=f"{e.model}: {_why(play.game, work, notes[e.model], protocol)}")
+        if e.note == f"{e.model}: {marker}"
+        else e
+        for e in found
+    ]
 
 
 ESTIMATORS = {"xent_play": estimate_play}

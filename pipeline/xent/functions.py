@@ -1,7 +1,7 @@
 """XGL's functions that need no judge, with the reference implementation's semantics.
 
 The reference is xentlabs/xent (its runtime's variables module and its XString/XList types);
-docs/xent.md states the rules and tests/test_xent_reference_table.py pins each edge case. The
+docs/xent.md states the rules and tests/xent/test_xent_reference_table.py pins each edge case. The
 quirks are kept on purpose, because scores depend on them:
 
 - a *word* for `num_words`, `word_set` and `common_word_set` is what is left after deleting ASCII

@@ -63,8 +63,13 @@ def game_from_program(program: Program, path: str = "") -> Game:
     if not game.self_roles:
         raise ParseError(1, 1, "the player under test plays no elicited role (check @opponent)", path)
     if {"black", "white"} <= set(game.self_roles):
-        raise ParseError(1, 1, "black and white are both elicited: name one of them in `# @opponent: ...` "
-                         "(a zero-sum pair played by one player always totals zero)", path)
+        raise ParseError(
+            1,
+            1,
+            "black and white are both elicited: name one of them in `# @opponent: ...` "
+            "(a zero-sum pair played by one player always totals zero)",
+            path,
+        )
     return game
 
 

@@ -8,8 +8,9 @@ from typing import Any
 __all__ = ["load_any_judge", "params_judge"]
 
 
-def load_any_judge(name: str, scoring: str = "reference", clip_logprobs: bool = False,
-                   dtype: str = "float32") -> Any:  # Judge | WordJudge
+def load_any_judge(
+    name: str, scoring: str = "reference", clip_logprobs: bool = False, dtype: str = "float32"
+) -> Any:  # Judge | WordJudge
     """A judge by registered name, model directory or cached hub id; `word` is the model-free test judge.
 
     `scoring`, `clip_logprobs` and `dtype` are the core Judge's options (the reference's defaults).

@@ -78,8 +78,10 @@ def game_slug(name: str) -> str:
 
 def _field(data: Any, key: str, kind: type, where: str, source: str) -> Any:
     if not isinstance(data, dict) or key not in data:
-        raise ParamsError(f"{source}: {where}{key}: missing; expected the reference's expanded benchmark format "
-                          "(config_type, metadata, games, maps)")
+        raise ParamsError(
+            f"{source}: {where}{key}: missing; expected the reference's expanded benchmark format "
+            "(config_type, metadata, games, maps)"
+        )
     value = data[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ParamsError(f"{source}: {where}{key}: expected {kind.__name__}, got {type(value).__name__}")
@@ -95,26 +97,38 @@ def read_reference_benchmark(path: str | Path) -> dict[str, Any]:
         raise ParamsError(f"{source}: cannot read a benchmark JSON file: {exc}") from None
     kind = _field(data, "config_type", str, "", source)
     if kind not in CONFIG_TYPES:
-        raise ParamsError(f"{source}: config_type: {kind!r} is not a built benchmark; expected one of "
-                          f"{', '.join(CONFIG_TYPES)} (expand the benchmark with the reference tool first)")
+        raise ParamsError(
+            f"{source}: config_type: {kind!r} is not a built benchmark; expected one of "
+            f"{', '.join(CONFIG_TYPES)} (expand the benchmark with the reference tool first)"
+        )
     meta = _field(data, "metadata", dict, "", source)
     out = {
         "benchmark_id": _field(meta, "benchmark_id", str, "metadata.", source),
         "judge_model": _field(meta, "judge_model", str, "metadata.", source),
         "seed": _field(meta, "seed", str, "metadata.", source),
         "rounds": _field(meta, "num_rounds_per_game", int, "metadata.", source),
-        "games": [], "maps": [], "field": None,
+        "games": [],
+        "maps": [],
+        "field": None,
     }
     if "players" in data:  # the field: who the published scores were normalised over
         players = _field(data, "players", list, "", source)
         out["field"] = sorted({_field(one, "id", str, f"players[{k}].", source) for k, one in enumerate(players)})
     for k, game in enumerate(_field(data, "games", list, "", source)):
-        out["games"].append({"name": _field(game, "name", str, f"games[{k}].", source),
-                             "code": _field(game, "code", str, f"games[{k}].", source)})
+        out["games"].append(
+            {
+                "name": _field(game, "name", str, f"games[{k}].", source),
+                "code": _field(game, "code", str, f"games[{k}].", source),
+            }
+        )
     for k, one in enumerate(_field(data, "maps", list, "", source)):
-        out["maps"].append({"name": _field(one, "name", str, f"maps[{k}].", source),
-                            "code": _field(one, "code", str, f"maps[{k}].", source),
-                            "map_seed": _field(one, "map_seed", str, f"maps[{k}].", source)})
+        out["maps"].append(
+            {
+                "name": _field(one, "name", str, f"maps[{k}].", source),
+                "code": _field(one, "code", str, f"maps[{k}].", source),
+                "map_seed": _field(one, "map_seed", str, f"maps[{k}].", source),
+            }
+        )
     if not out["maps"]:
         raise ParamsError(f"{source}: maps: the file has no maps")
     return out
@@ -157,9 +171,15 @@ def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
         name, slug = one["name"], game_slug(one["name"])
         if slugs.setdefault(slug, name) != name:
             raise ParamsError(f"{path}: maps[{k}].name: {name!r} and {slugs[slug]!r} both become game {slug!r}")
-        header = {"game": slug, "reference_game": name, "seed": one["map_seed"],
-                  "rng_seed": f"{bench['seed']}_{one['map_seed']}", "benchmark": bench["benchmark_id"],
-                  "judge": bench["judge_model"], "rounds": bench["rounds"]}
+        header = {
+            "game": slug,
+            "reference_game": name,
+            "seed": one["map_seed"],
+            "rng_seed": f"{bench['seed']}_{one['map_seed']}",
+            "benchmark": bench["benchmark_id"],
+            "judge": bench["judge_model"],
+            "rounds": bench["rounds"],
+        }
         text = _header(header) + one["code"].rstrip("\n") + "\n"
         try:
             parse_program(text, source=f"{path}: maps[{k}] ({name} {one['map_seed']})")
@@ -170,8 +190,9 @@ def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
         target = root / relative
         write_text_atomic(target, text)
         written.append(target)
-        entries.append({"game": slug, "reference_game": name, "map_seed": one["map_seed"], "map_id": map_id,
-                        "path": relative})
+        entries.append(
+            {"game": slug, "reference_game": name, "map_seed": one["map_seed"], "map_id": map_id, "path": relative}
+        )
     for slug, name in sorted(slugs.items()):
         code = codes.get(name)
         if code is None:  # the file lists no game entry: show the first map's code with its literals
@@ -182,9 +203,14 @@ def import_benchmark(path: str | Path, out: str | Path) -> list[Path]:
         write_text_atomic(target, text)
         written.append(target)
     manifest = {
-        "version": MAPSET_VERSION, "source_file": Path(path).name, "source_sha256": source_sha,
-        "benchmark_id": bench["benchmark_id"], "judge_model": bench["judge_model"], "seed": bench["seed"],
-        "rounds": bench["rounds"], "field": bench["field"],
+        "version": MAPSET_VERSION,
+        "source_file": Path(path).name,
+        "source_sha256": source_sha,
+        "benchmark_id": bench["benchmark_id"],
+        "judge_model": bench["judge_model"],
+        "seed": bench["seed"],
+        "rounds": bench["rounds"],
+        "field": bench["field"],
         "maps": sorted(entries, key=lambda e: (e["game"], e["map_seed"])),
     }
     write_json_atomic(root / MANIFEST, manifest)
@@ -197,8 +223,10 @@ def load_map_set(directory: str | Path, source: str = "params/xent.yaml") -> Map
     root = Path(directory)
     manifest_path = root / MANIFEST
     if not manifest_path.exists():
-        raise ParamsError(f"{source}: map_set: {root} has no {MANIFEST}; create it with "
-                          f"`python -m pipeline xent maps import FILE.json --out {root}`")
+        raise ParamsError(
+            f"{source}: map_set: {root} has no {MANIFEST}; create it with "
+            f"`python -m pipeline xent maps import FILE.json --out {root}`"
+        )
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     games: dict[str, Game] = {}
     maps: dict[str, list[ImportedMap]] = {}
@@ -211,8 +239,9 @@ def load_map_set(directory: str | Path, source: str = "params/xent.yaml") -> Map
                 games[slug] = game_from_program(load_program(game_path), str(game_path))
             except ParseError as exc:
                 raise ParamsError(f"{source}: map_set: {exc}") from None
-        maps.setdefault(slug, []).append(ImportedMap(slug, entry["reference_game"], entry["map_seed"],
-                                                     entry["map_id"], entry["path"]))
+        maps.setdefault(slug, []).append(
+            ImportedMap(slug, entry["reference_game"], entry["map_seed"], entry["map_id"], entry["path"])
+        )
     return MapSet(root, manifest, games, {k: tuple(v) for k, v in maps.items()})
 
 
@@ -227,8 +256,10 @@ def _check_presentation(game_path: Path, name: str, manifest: dict[str, Any], so
     text = game_path.read_text(encoding="utf-8") if game_path.exists() else ""
     marker = _header({"reference_game": name})
     if marker not in text:
-        raise ParamsError(f"{source}: map_set: {game_path} is missing or has no `# @reference_game: {name}` line; "
-                          "import the map set again")
+        raise ParamsError(
+            f"{source}: map_set: {game_path} is missing or has no `# @reference_game: {name}` line; "
+            "import the map set again"
+        )
     if text != game_text(name, text.split(marker, 1)[1]):
         raise ParamsError(
             f"{source}: map_set: {game_path} explains {name} with an older text than pipeline/xent/presentations.py "

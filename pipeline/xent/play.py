@@ -80,12 +80,23 @@ class PlayerSeat:
         ctx = self.context
         roles = (request.role,)
         if self.settings.conversation == "per_ask" or not self.conversation:
-            messages = elicit_messages(ctx.game.code, ctx.game.description, request, ctx.history, roles,
-                                       self.settings.detail_rounds, reminder=self.reminder,
-                                       protocol=self.settings.protocol)
+            messages = elicit_messages(
+                ctx.game.code,
+                ctx.game.description,
+                request,
+                ctx.history,
+                roles,
+                self.settings.detail_rounds,
+                reminder=self.reminder,
+                protocol=self.settings.protocol,
+            )
         else:
-            messages = [*self.conversation, followup_message(request, ctx.history, self.rounds_seen, roles,
-                                                             self.shown, self.reminder, self.settings.protocol)]
+            messages = [
+                *self.conversation,
+                followup_message(
+                    request, ctx.history, self.rounds_seen, roles, self.shown, self.reminder, self.settings.protocol
+                ),
+            ]
         self.rounds_seen = len(ctx.history)
         self.shown = dict(request.visible)
         return messages
@@ -94,18 +105,30 @@ class PlayerSeat:
         ctx = self.context
         key = f"{ctx.game.name}/{ctx.map_id}/r{ctx.round}/e{request.elicit_index}/{request.register}/a{request.attempt}"
         state = {
-            "game": ctx.game.name, "description": ctx.game.description, "role": request.role,
-            "register": request.register, "max_tokens": request.max_tokens, "visible": dict(request.visible),
-            "failed": list(request.failed), "round": ctx.round, "history": own_history(ctx.history, request.role),
+            "game": ctx.game.name,
+            "description": ctx.game.description,
+            "role": request.role,
+            "register": request.register,
+            "max_tokens": request.max_tokens,
+            "visible": dict(request.visible),
+            "failed": list(request.failed),
+            "round": ctx.round,
+            "history": own_history(ctx.history, request.role),
             "events": list(request.events),
         }
         messages = self.messages(request)
         short = self.settings.protocol == "short"  # ours: the move only, the first </move> ends the reply
-        reply = await self.player.act(MoveRequest(
-            messages=messages, key=key, kind="move",
-            max_words=request.max_tokens, max_tokens=self.settings.reply_max_tokens,
-            stop=(MOVE_CLOSE,) if short else (), state=state,
-        ))
+        reply = await self.player.act(
+            MoveRequest(
+                messages=messages,
+                key=key,
+                kind="move",
+                max_words=request.max_tokens,
+                max_tokens=self.settings.reply_max_tokens,
+                stop=(MOVE_CLOSE,) if short else (),
+                state=state,
+            )
+        )
         move, tagged = extract_move(reply.text, stopped_at_close=short)
         if not tagged and self.player.is_bot:
             move = reply.text.strip()  # bots answer with the bare move
@@ -119,8 +142,11 @@ class PlayerSeat:
 def own_history(history: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
     """Earlier rounds as one role saw them: its own moves and rewards only."""
     return [
-        {**past, "moves": [m for m in past["moves"] if m["role"] == role],
-         "rewards": [r for r in past["rewards"] if r["role"] == role]}
+        {
+            **past,
+            "moves": [m for m in past["moves"] if m["role"] == role],
+            "rewards": [r for r in past["rewards"] if r["role"] == role],
+        }
         for past in history
     ]
 
@@ -133,22 +159,46 @@ def round_summary(number: int, result: RoundResult, self_roles: Sequence[str]) -
         "total_bits": None if result.error else result.total_for(self_roles),
         "ensure_failures": result.ensure_failures,
         "moves": [
-            {"elicit_index": m.elicit_index, "role": m.role, "register": m.register, "move": m.move,
-             "reply": m.reply, "attempts": m.attempts, "line": m.line, "tagged": m.tagged,
-             "tokens_in": m.tokens_in, "tokens_out": m.tokens_out}
+            {
+                "elicit_index": m.elicit_index,
+                "role": m.role,
+                "register": m.register,
+                "move": m.move,
+                "reply": m.reply,
+                "attempts": m.attempts,
+                "line": m.line,
+                "tagged": m.tagged,
+                "tokens_in": m.tokens_in,
+                "tokens_out": m.tokens_out,
+            }
             for m in result.moves
         ],
         "rewards": [
-            {"reward_index": r.reward_index, "role": r.role, "line": r.line, "expression": r.expression,
-             "total_bits": r.total, "tokens": [[t.token, t.bits] for t in r.resolved.tokens],
-             "token_terms": [t.term for t in r.resolved.tokens], "terms": [t.to_dict() for t in r.terms]}
+            {
+                "reward_index": r.reward_index,
+                "role": r.role,
+                "line": r.line,
+                "expression": r.expression,
+                "total_bits": r.total,
+                "tokens": [[t.token, t.bits] for t in r.resolved.tokens],
+                "token_terms": [t.term for t in r.resolved.tokens],
+                "terms": [t.to_dict() for t in r.terms],
+            }
             for r in result.rewards
         ],
     }
 
 
-async def play_map(game: Game, program: Program, map_id: str, players: Mapping[str, Player], judge: JudgeLike,
-                   rounds: int, settings: PlaySettings, stories: StoryProvider | None = None) -> dict[str, Any]:
+async def play_map(
+    game: Game,
+    program: Program,
+    map_id: str,
+    players: Mapping[str, Player],
+    judge: JudgeLike,
+    rounds: int,
+    settings: PlaySettings,
+    stories: StoryProvider | None = None,
+) -> dict[str, Any]:
     """`rounds` passes through `program`; `players` maps every elicited role to its player."""
     context = MapContext(game, map_id)
     seats = {role: PlayerSeat(player, context, settings) for role, player in players.items()}
@@ -196,23 +246,48 @@ def seat_players(game: Game, player: Player, opponent: Player | None) -> dict[st
     return seats
 
 
-async def play_job_maps(game: Game, maps: Sequence[tuple[str, Program]], player: Player, opponent: Player | None,
-                        judge: JudgeLike, rounds: int, settings: PlaySettings) -> list[dict[str, Any]]:
+async def play_job_maps(
+    game: Game,
+    maps: Sequence[tuple[str, Program]],
+    player: Player,
+    opponent: Player | None,
+    judge: JudgeLike,
+    rounds: int,
+    settings: PlaySettings,
+) -> list[dict[str, Any]]:
     """All maps of one game for one player, concurrently (the judge batches their requests)."""
     seats = seat_players(game, player, opponent)
-    return await gather_moves(*(
-        play_map(game, program, map_id, seats, judge, rounds, settings) for map_id, program in maps
-    ))
+    return await gather_moves(
+        *(play_map(game, program, map_id, seats, judge, rounds, settings) for map_id, program in maps)
+    )
 
 
-def job_record(game: Game, job_id: str, player: Player, opponent: Player | None, judge: Any, rounds: int,
-               maps: list[dict[str, Any]], seeds: Mapping[str, int]) -> dict[str, Any]:
+def job_record(
+    game: Game,
+    job_id: str,
+    player: Player,
+    opponent: Player | None,
+    judge: Any,
+    rounds: int,
+    maps: list[dict[str, Any]],
+    seeds: Mapping[str, int | str],
+) -> dict[str, Any]:
+    """The job's record as its JSON object (`records.XentPlay.model_validate` types it)."""
     for record in maps:
         record["seed"] = seeds.get(record["map_id"])
     return {
-        "job_id": job_id, "game": game.name, "game_version": game.version, "description": game.description,
-        "code": game.source, "player": player.name, "model": player.entry.model_string,
-        "opponent": opponent.name if opponent else None, "self_roles": list(game.self_roles),
-        "opponent_roles": list(game.opponent_roles), "rounds": rounds, "prompt_version": PROMPT_VERSION,
-        "judge": judge.fingerprint.as_dict(), "maps": maps,
+        "job_id": job_id,
+        "game": game.name,
+        "game_version": game.version,
+        "description": game.description,
+        "code": game.source,
+        "player": player.name,
+        "model": player.entry.model_string,
+        "opponent": opponent.name if opponent else None,
+        "self_roles": list(game.self_roles),
+        "opponent_roles": list(game.opponent_roles),
+        "rounds": rounds,
+        "prompt_version": PROMPT_VERSION,
+        "judge": judge.fingerprint.as_dict(),
+        "maps": maps,
     }

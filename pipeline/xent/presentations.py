@@ -45,8 +45,8 @@ PRESENTATIONS: dict[str, str] = {
         "Horizon. You get a start text (register s). Write two short texts of at most 5 tokens each, one "
         "after the other: x1, which must read as a likely continuation of the start text, then x2, which "
         "must read as a likely continuation of the start text followed by x1. 'Likely' has a bar: the "
-        "start text must help the judge predict x1 at least as much as \"After the rain\" helps it predict "
-        "\" I eat food\" (xed(x1 | s) >= xed(\" I eat food\" | \"After the rain\")), and s + x1 must help it "
+        'start text must help the judge predict x1 at least as much as "After the rain" helps it predict '
+        '" I eat food" (xed(x1 | s) >= xed(" I eat food" | "After the rain")), and s + x1 must help it '
         "predict x2 as much (xed(x2 | s + x1) >= the same bar). A text below the bar is refused and asked "
         "for again; the 11th refusal of the same line ends the round with no score. Only x2 is scored: "
         "dex(x2 | s) = xent(x2 | s) - xent(x2), the bits by which the start text alone makes x2 harder to "
@@ -56,7 +56,7 @@ PRESENTATIONS: dict[str, str] = {
     "Two-Ways": (
         "Two-Ways. You get two stories, A (register s1) and C (register s2). Write one bridge text B of at "
         "most 10 tokens (register t) that joins them in both orders: A then B then C, and C then B then A. "
-        "Each order is read after the fixed opening \"I have a fun story to tell you:\" (register s). "
+        'Each order is read after the fixed opening "I have a fun story to tell you:" (register s). '
         "Score, in bits: [xent(C | s + A) - xent(C | s + A + B)] + [xent(A | s + C) - xent(A | s + C + B)], "
         "the four reward lines together: how much your bridge, placed after one story, helps the judge "
         "predict the other, summed over both directions. It is negative when the bridge hurts. Higher is "

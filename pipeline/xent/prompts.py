@@ -45,15 +45,19 @@ def check_protocol(protocol: str) -> str:
 
 def reference_rule(max_tokens: int) -> str:
     """The `reference` protocol's rule for the reply (our wording of the reference's reply rules)."""
-    return (f"Only the last closed <move>...</move> in your reply counts, and the move is limited to "
-            f"{max_tokens} tokens of the judge's tokenizer (longer moves are cut).")
+    return (
+        f"Only the last closed <move>...</move> in your reply counts, and the move is limited to "
+        f"{max_tokens} tokens of the judge's tokenizer (longer moves are cut)."
+    )
 
 
 def first_ask(request: ElicitRequest, protocol: str) -> list[str]:
     """The ask of a map's first prompt (and of every `per_ask` prompt), before any reminder."""
     if check_protocol(protocol) == "short":
-        return [f"You play {request.role}. Give your move for register {request.register} "
-                f"(at most {request.max_tokens} tokens; longer moves are cut)."]
+        return [
+            f"You play {request.role}. Give your move for register {request.register} "
+            f"(at most {request.max_tokens} tokens; longer moves are cut)."
+        ]
     return [f"You play {request.role}. Give your move for register {request.register}."]
 
 
@@ -61,18 +65,24 @@ def final_ask(request: ElicitRequest, protocol: str) -> str:
     """The last line of a first prompt: how to reply."""
     if check_protocol(protocol) == "short":
         return "Reply with the move only, inside tags: <move>your text</move>"
-    return ("You may think it through first; then end your reply with your move inside tags: "
-            "<move>your text</move>. " + reference_rule(request.max_tokens))
+    return (
+        "You may think it through first; then end your reply with your move inside tags: "
+        "<move>your text</move>. " + reference_rule(request.max_tokens)
+    )
 
 
 def followup_ask(request: ElicitRequest, protocol: str, round_word: str) -> str:
     """The ask of a later turn of a map's conversation."""
     if check_protocol(protocol) == "short":
-        return (f"{round_word}You play {request.role}. Give your move for register {request.register} "
-                f"(at most {request.max_tokens} tokens) inside <move></move> tags.")
-    return (f"{round_word}You play {request.role}. Give your move for register {request.register}: you may "
-            f"think first, then end your reply with the move inside <move></move> tags. "
-            + reference_rule(request.max_tokens))
+        return (
+            f"{round_word}You play {request.role}. Give your move for register {request.register} "
+            f"(at most {request.max_tokens} tokens) inside <move></move> tags."
+        )
+    return (
+        f"{round_word}You play {request.role}. Give your move for register {request.register}: you may "
+        f"think first, then end your reply with the move inside <move></move> tags. "
+        + reference_rule(request.max_tokens)
+    )
 
 
 def drop_think(reply: str) -> str:
@@ -110,7 +120,9 @@ def _block(title: str, lines: Sequence[str]) -> str:
 RECENT_TOKENS_SHOWN = 60
 
 
-def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str], detail_rounds: int | None) -> list[str]:
+def history_lines(
+    history: Sequence[Mapping[str, Any]], role_set: Sequence[str], detail_rounds: int | None
+) -> list[str]:
     """Earlier rounds on this map: moves, reward totals, and per-token breakdowns.
 
     `detail_rounds` None (the published leaderboard's): every round with every token; an integer N
@@ -133,14 +145,23 @@ def history_lines(history: Sequence[Mapping[str, Any]], role_set: Sequence[str],
             if detailed and reward.get("tokens"):
                 shown = reward["tokens"] if max_tokens_shown is None else reward["tokens"][:max_tokens_shown]
                 cells = " ".join(f"{tok!r}:{bits:+.1f}" for tok, bits in shown)
-                more = f" ... (+{len(reward['tokens']) - len(shown)} tokens)" if len(reward["tokens"]) > len(shown) else ""
+                more = (
+                    f" ... (+{len(reward['tokens']) - len(shown)} tokens)" if len(reward["tokens"]) > len(shown) else ""
+                )
                 lines.append(f"    per token: {cells}{more}")
     return lines
 
 
-def elicit_messages(code: str, description: str, request: ElicitRequest, history: Sequence[Mapping[str, Any]],
-                    role_set: Sequence[str], detail_rounds: int | None, reminder: bool = False,
-                    protocol: str = "reference") -> list[dict[str, str]]:
+def elicit_messages(
+    code: str,
+    description: str,
+    request: ElicitRequest,
+    history: Sequence[Mapping[str, Any]],
+    role_set: Sequence[str],
+    detail_rounds: int | None,
+    reminder: bool = False,
+    protocol: str = "reference",
+) -> list[dict[str, str]]:
     """Chat messages for one elicit: rules, the game code, what the role sees, its history, the ask
     (worded by the reply `protocol`)."""
     visible = [f"{name} = {value!r}" for name, value in request.visible.items()]
@@ -156,20 +177,28 @@ def elicit_messages(code: str, description: str, request: ElicitRequest, history
     if reminder:
         ask.append(MISSING_TAG_REMINDER)
     ask.append(final_ask(request, protocol))
-    user = "\n\n".join([
-        _block("Game", [description] if description else []),
-        "## Code\n" + code.strip(),
-        _block("What you can see", visible),
-        _block("Your earlier rounds on this map", history_lines(history, role_set, detail_rounds)),
-        _block("This round so far", this_round),
-        "\n".join(ask),
-    ])
+    user = "\n\n".join(
+        [
+            _block("Game", [description] if description else []),
+            "## Code\n" + code.strip(),
+            _block("What you can see", visible),
+            _block("Your earlier rounds on this map", history_lines(history, role_set, detail_rounds)),
+            _block("This round so far", this_round),
+            "\n".join(ask),
+        ]
+    )
     return [{"role": "system", "content": RULES}, {"role": "user", "content": user}]
 
 
-def followup_message(request: ElicitRequest, history: Sequence[Mapping[str, Any]], rounds_seen: int,
-                     role_set: Sequence[str], shown: Mapping[str, str], reminder: bool,
-                     protocol: str = "reference") -> dict[str, str]:
+def followup_message(
+    request: ElicitRequest,
+    history: Sequence[Mapping[str, Any]],
+    rounds_seen: int,
+    role_set: Sequence[str],
+    shown: Mapping[str, str],
+    reminder: bool,
+    protocol: str = "reference",
+) -> dict[str, str]:
     """The next user turn of a map's one conversation: only what is new since the last ask.
 
     New rounds' results (the latest with its per-token breakdown), registers that changed, the

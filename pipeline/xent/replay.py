@@ -47,29 +47,54 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
         scale = max(max_bits, 1e-9)
         by_round: dict[int, dict[str, list]] = defaultdict(lambda: {"moves": [], "rewards": []})
         for mv in sorted(moves.get((game, map_id, model), []), key=lambda m: (m["round"], m["elicit_index"])):
-            by_round[mv["round"]]["moves"].append({
-                "role": mv["player_role"], "register": mv["register"], "move": mv["move"],
-                "reply": mv["reply"], "attempts": mv["attempts"]})
+            by_round[mv["round"]]["moves"].append(
+                {
+                    "role": mv["player_role"],
+                    "register": mv["register"],
+                    "move": mv["move"],
+                    "reply": mv["reply"],
+                    "attempts": mv["attempts"],
+                }
+            )
         for rw in sorted(rewards.get((game, map_id, model), []), key=lambda r: (r["round"], r["reward_index"])):
             toks = sorted(per_reward.get((rw["round"], rw["reward_index"]), []), key=lambda t: t["token_index"])
-            by_round[rw["round"]]["rewards"].append({
-                "role": rw["player_role"], "index": rw["reward_index"], "total": num(rw["total_bits"]),
-                "tokens": [{"text": t["token"], "bits": num(t["bits"]), "alpha": f"{min(max(t['bits'], 0.0) / scale, 1.0):.2f}"}
-                           for t in toks]})
+            by_round[rw["round"]]["rewards"].append(
+                {
+                    "role": rw["player_role"],
+                    "index": rw["reward_index"],
+                    "total": num(rw["total_bits"]),
+                    "tokens": [
+                        {
+                            "text": t["token"],
+                            "bits": num(t["bits"]),
+                            "alpha": f"{min(max(t['bits'], 0.0) / scale, 1.0):.2f}",
+                        }
+                        for t in toks
+                    ],
+                }
+            )
         score = scores.get((game, map_id, model), {})
         program_path = bench.path(f"maps/{game}/{map_id}.xgl")
         program = program_path.read_text(encoding="utf-8") if program_path else ""
-        pages.append(GamePage(
-            key=page_key(game, map_id, model),
-            cells=[f"{game} / {map_id}", model, num(score.get("map_score")), num(score.get("normalized_score"), 3)],
-            title=f"xent {game} · map {map_id} · {model}",
-            context={
-                "info": {"game": game, "map_id": map_id, "model": model, "map_score": num(score.get("map_score"))
-                         if score else None, "normalized": num(score.get("normalized_score"), 3)},
-                "program": program, "max_bits": num(max_bits),
-                "rounds": [{"title": f"Round {n}", **by_round[n]} for n in sorted(by_round)],
-            },
-        ))
+        pages.append(
+            GamePage(
+                key=page_key(game, map_id, model),
+                cells=[f"{game} / {map_id}", model, num(score.get("map_score")), num(score.get("normalized_score"), 3)],
+                title=f"xent {game} · map {map_id} · {model}",
+                context={
+                    "info": {
+                        "game": game,
+                        "map_id": map_id,
+                        "model": model,
+                        "map_score": num(score.get("map_score")) if score else None,
+                        "normalized": num(score.get("normalized_score"), 3),
+                    },
+                    "program": program,
+                    "max_bits": num(max_bits),
+                    "rounds": [{"title": f"Round {n}", **by_round[n]} for n in sorted(by_round)],
+                },
+            )
+        )
     note = f"Replays of the first {len(shown)} of {len(played)} plays." if len(shown) < len(played) else ""
     return ReplaySet(TEMPLATE, ["game / map", "player", "map score (bits)", "normalized"], "Plays", pages, note)
 

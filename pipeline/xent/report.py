@@ -42,18 +42,12 @@ from pipeline.xent.schemas import (
     XentRatingsSchema,
 )
 
-REPORT_FILES = ("rounds.parquet", "scores.parquet", "maps.parquet", "ratings.parquet", "metrics.json")
-PLOTS = ("score_by_round", "running_best", "normalized_scores")
-
-
-def rate_outputs(root: str) -> list[str]:
-    """What `rate` writes: the rounds, scores, maps and ratings tables and metrics.json."""
-    return [f"{root}/{name}" for name in REPORT_FILES]
-
 
 def report_outputs(root: str) -> list[str]:
-    """What `report` writes: the plots."""
-    return [f"{root}/plots/{plot}.{ext}" for plot in PLOTS for ext in ("html", "png", "svg")]
+    """What `report` writes: the plots, as declared (xent.outputs)."""
+    from pipeline.xent.outputs import written
+
+    return written("report", root)
 
 
 def round_table(rewards: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
@@ -71,12 +65,14 @@ def round_table(rewards: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
 def score_table(rounds: pl.DataFrame) -> pl.DataFrame:
     """Per (game, map, model): best round, voided flag and the reference's normalized score."""
     scores = rounds.group_by(["game", "map_id", "model"]).agg(
-        pl.col("total_bits").max().alias("map_score"), pl.len().alias("rounds"),
+        pl.col("total_bits").max().alias("map_score"),
+        pl.len().alias("rounds"),
         pl.col("error").is_not_null().any().alias("voided"),
     )
     best = (
         scores.filter(~pl.col("voided") & pl.col("map_score").is_not_null())
-        .group_by(["game", "map_id"]).agg(pl.col("map_score").max().alias("best"))
+        .group_by(["game", "map_id"])
+        .agg(pl.col("map_score").max().alias("best"))
     )
     scores = scores.join(best, on=["game", "map_id"], how="left")
     normalized = (
@@ -116,13 +112,21 @@ def _mean(values: list[float]) -> float | None:
 
 def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
     first = rounds.filter(pl.col("round") == 1).select(["game", "map_id", "model", pl.col("total_bits").alias("first")])
-    later = rounds.filter(pl.col("round") > 1).group_by(["game", "map_id", "model"]).agg(
-        pl.col("total_bits").max().alias("later")
+    later = (
+        rounds.filter(pl.col("round") > 1)
+        .group_by(["game", "map_id", "model"])
+        .agg(pl.col("total_bits").max().alias("later"))
     )
-    improved = first.join(later, on=["game", "map_id", "model"], how="left").with_columns(
-        ((pl.col("later").is_not_null() & (pl.col("first").is_null() | (pl.col("later") > pl.col("first")))))
-        .alias("improved")
-    ).group_by(["game", "map_id"]).agg(pl.col("improved").any().alias("improved_after_round_1"))
+    improved = (
+        first.join(later, on=["game", "map_id", "model"], how="left")
+        .with_columns(
+            (pl.col("later").is_not_null() & (pl.col("first").is_null() | (pl.col("later") > pl.col("first")))).alias(
+                "improved"
+            )
+        )
+        .group_by(["game", "map_id"])
+        .agg(pl.col("improved").any().alias("improved_after_round_1"))
+    )
     best = (
         scores.filter(pl.col("map_score").is_not_null() & ~pl.col("voided"))  # a voided score is no map's best
         .sort(["map_score", "model"], descending=[True, False])
@@ -144,8 +148,10 @@ def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
     for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
         if group.height < 2:
             continue
-        values = {m: (s if s is not None and not void else -math.inf)
-                  for m, s, void in zip(group["model"], group["map_score"], group["voided"])}
+        values = {
+            m: (s if s is not None and not void else -math.inf)
+            for m, s, void in zip(group["model"], group["map_score"], group["voided"])
+        }
         ordered = sorted(set(values.values()), reverse=True)
         events.append(FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()}))
     return events
@@ -157,7 +163,8 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
     root = Path(out)
     rewards = read_table(root / "rewards.parquet", RewardsSchema)
     played = read_table(root / "round_status.parquet", RoundStatusSchema).select(
-        ["game", "map_id", "model", "round", "error"])
+        ["game", "map_id", "model", "round", "error"]
+    )
     rounds = round_table(rewards, played)
     write_table(root / "rounds.parquet", rounds, RoundsSchema, sort_by=["game", "map_id", "model", "round"])
     scores = score_table(rounds)
@@ -168,8 +175,13 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
     events = rating_events(scores)
     rating = params.rating
     if events:
-        ratings = rating_summary(events, rating.rating_params(), rating.passes, seed_from("xent-ratings", params.seed),
-                                 rating.bootstrap_resamples)
+        ratings = rating_summary(
+            events,
+            rating.rating_params(),
+            rating.passes,
+            seed_from("xent-ratings", params.seed),
+            rating.bootstrap_resamples,
+        )
     else:
         ratings = pl.DataFrame({c: [] for c in XentRatingsSchema.to_schema().columns})
     ratings = ratings.select(list(XentRatingsSchema.to_schema().columns))
@@ -183,8 +195,12 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
         for entry in metrics.values():
             entry["map_set_differs"] = differs
     write_json_atomic(root / "metrics.json", metrics)
-    return {"models": len(metrics), "maps": maps.height, "flagged_maps": int(maps["flagged"].sum()),
-            "rating_events": len(events)}
+    return {
+        "models": len(metrics),
+        "maps": maps.height,
+        "flagged_maps": int(maps["flagged"].sum()),
+        "rating_events": len(events),
+    }
 
 
 def map_set_fields_differing(params: Any, params_path: str, models_path: str) -> list[str]:
@@ -207,8 +223,11 @@ def write_report(out: str) -> list[str]:
     from pipeline.xent.plots import write_plots
 
     root = Path(out)
-    write_plots(read_table(root / "rounds.parquet", RoundsSchema), read_table(root / "scores.parquet", ScoresSchema),
-                root / "plots")
+    write_plots(
+        read_table(root / "rounds.parquet", RoundsSchema),
+        read_table(root / "scores.parquet", ScoresSchema),
+        root / "plots",
+    )
     return report_outputs(out)
 
 
@@ -222,8 +241,9 @@ def _round(value: Any, digits: int = BITS_DIGITS) -> Any:
     return round(float(value), digits)
 
 
-def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame,
-                 empty_at_limit: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
+def metrics_dict(
+    scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame, empty_at_limit: dict[str, int] | None = None
+) -> dict[str, dict[str, Any]]:
     """Per model: the scores, TrueSkill and `empty_at_token_limit` (replies the token limit cut
     before any visible text, per roster name: `empty_at_limit_counts` of the calls; 0 when none)."""
     empty = empty_at_limit or {}
@@ -234,25 +254,29 @@ def metrics_dict(scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame
         mine = scores.filter(pl.col("model") == model)
         entry: dict[str, Any] = {name: _round(value, SCORE_DIGITS) for name, value in headline[model].items()}
         kept = mine.filter(~pl.col("voided"))["map_score"].drop_nulls().to_list()
-        entry.update({
-            "maps_played": mine.height,
-            "maps_voided": int(mine["voided"].sum()),
-            "mean_map_score_bits": _round(_mean(kept)),
-        })
+        entry.update(
+            {
+                "maps_played": mine.height,
+                "maps_voided": int(mine["voided"].sum()),
+                "mean_map_score_bits": _round(_mean(kept)),
+            }
+        )
         row = by_player.get(model)
-        entry.update({
-            "trueskill_mu": _round(row["mu"]) if row else None,
-            "trueskill_sigma": _round(row["sigma"]) if row else None,
-            "trueskill_mu_lo": _round(row["mu_lo"]) if row else None,
-            "trueskill_mu_hi": _round(row["mu_hi"]) if row else None,
-            "trueskill_rank": int(row["rank"]) if row else None,
-            "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
-            "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
-            # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
-            "trueskill_games": int(row["events"]) if row and row.get("events") is not None else None,
-            "trueskill_resamples": int(row["resamples"]) if row and row.get("resamples") is not None else None,
-            "empty_at_token_limit": int(empty.get(model, 0)),
-        })
+        entry.update(
+            {
+                "trueskill_mu": _round(row["mu"]) if row else None,
+                "trueskill_sigma": _round(row["sigma"]) if row else None,
+                "trueskill_mu_lo": _round(row["mu_lo"]) if row else None,
+                "trueskill_mu_hi": _round(row["mu_hi"]) if row else None,
+                "trueskill_rank": int(row["rank"]) if row else None,
+                "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
+                "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
+                # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
+                "trueskill_games": int(row["events"]) if row and row.get("events") is not None else None,
+                "trueskill_resamples": int(row["resamples"]) if row and row.get("resamples") is not None else None,
+                "empty_at_token_limit": int(empty.get(model, 0)),
+            }
+        )
         metrics[model] = entry
     return metrics
 

@@ -2,10 +2,14 @@
 # per game and player, all maps concurrent on one batching judge; paths are content ids) ->
 # rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
 # -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
-from pipeline.xent.workflow import RESCORE_OUTPUTS, rate_outputs, report_outputs, xent_rule_inputs
+# The files `rescore`, `rate` and `report` write are declared once, in benchmark.py.
+from pipeline.xent.benchmark import BENCHMARK as XENT
+from pipeline.xent.workflow import xent_rule_inputs
 
 XENT_PARAMS = f"{PARAMS_DIR}/xent.yaml"  # PARAMS_DIR: the Snakefile's params directory
 XENT_MODELS = f"{PARAMS_DIR}/models.yaml"
+# params that cannot be scheduled (no map set imported yet) schedule nothing: the other benchmarks run,
+# xent's jobs fail with the full message, and `plan` and the run's start say so (schedule_notes)
 XENT_INPUTS = xent_rule_inputs(XENT_PARAMS, XENT_MODELS)
 # the params file is not an input of the maps and plays (their content ids cover what decides them)
 XENT_ARGS = f"--params {XENT_PARAMS} --models {XENT_MODELS}"
@@ -17,13 +21,13 @@ for _xent_game, _xent_maps in XENT_INPUTS.maps.items():
             f"xent_maps_{_xent_game}"
         output:
             _xent_maps,
-        params:
-            game=_xent_game,
-            args=XENT_ARGS,
         log:
             f"results/xent/logs/maps/{_xent_game}.log",
         conda:
             PIPELINE_ENV
+        params:
+            game=_xent_game,
+            args=XENT_ARGS,
         shell:
             "python -m pipeline xent build --game {params.game} {params.args} --out results/xent/maps 2> {log}"
 
@@ -34,15 +38,15 @@ rule xent_play:
     output:
         record="results/xent/play/{game}/{job_id}.json",
         calls="results/xent/play/{game}/{job_id}.calls.parquet",
+    log:
+        "results/xent/logs/play/{game}/{job_id}.log",
     wildcard_constraints:
         game="[A-Za-z0-9_.-]+",
         job_id="[0-9a-f]{16}",
-    params:
-        args=XENT_ARGS,
-    log:
-        "results/xent/logs/play/{game}/{job_id}.log",
     conda:
         PIPELINE_ENV
+    params:
+        args=XENT_ARGS,
     shell:
         "python -m pipeline xent play {wildcards.job_id} {params.args} --maps results/xent/maps "
         "--out results/xent/play 2> {log}"
@@ -54,15 +58,15 @@ rule xent_rescore:
         params=XENT_PARAMS,
         guard=params_guard(PARAMS_PROBLEMS, "xent"),  # names that resolve to nothing stop here
     output:
-        [f"results/xent/{name}" for name in RESCORE_OUTPUTS],
-    params:
-        judges=XENT_INPUTS.judges,
-    resources:
-        gpu=1,
+        XENT.files("rescore"),
     log:
         "results/xent/logs/rescore.log",
     conda:
         PIPELINE_ENV
+    resources:
+        gpu=1,
+    params:
+        judges=XENT_INPUTS.judges,
     shell:
         f"python -m pipeline xent rescore --params {{input.params}} --models {XENT_MODELS} "
         "--plays results/xent/play --out results/xent 2> {log}"
@@ -73,29 +77,28 @@ rule xent_rate:
         rules.xent_rescore.output,
         params=XENT_PARAMS,
     output:
-        rate_outputs("results/xent"),
-    params:
-        settings=XENT_INPUTS.report,
+        XENT.files("rate"),
     log:
         "results/xent/logs/rate.log",
     conda:
         PIPELINE_ENV
+    params:
+        settings=XENT_INPUTS.report,
     shell:
-        f"python -m pipeline xent rate --params {{input.params}} --models {XENT_MODELS} --out results/xent "
-        "2> {log}"
+        f"python -m pipeline xent rate --params {{input.params}} --models {XENT_MODELS} --out results/xent " "2> {log}"
 
 
 rule xent_report:
     input:
         rules.xent_rate.output,
     output:
-        report_outputs("results/xent"),
-    params:
-        code=XENT_INPUTS.plots_code,  # the plots' code: a change redraws them
+        XENT.files("report"),
     log:
         "results/xent/logs/report.log",
     conda:
         PIPELINE_ENV
+    params:
+        code=XENT_INPUTS.plots_code,  # the plots' code: a change redraws them
     shell:
         "python -m pipeline xent report --out results/xent 2> {log}"
 

@@ -125,8 +125,14 @@ StoryProvider = Callable[[int, int], Awaitable[str]]
 
 
 class _Round:
-    def __init__(self, program: Program, seats: Mapping[str, Seat], judge: JudgeLike,
-                 stories: StoryProvider | None, rng: random.Random | None) -> None:
+    def __init__(
+        self,
+        program: Program,
+        seats: Mapping[str, Seat],
+        judge: JudgeLike,
+        stories: StoryProvider | None,
+        rng: random.Random | None,
+    ) -> None:
         self.program = program
         self.rng = rng or random.Random(0)  # sample() and shuffle(): the map's generator
         self.scopes: list[dict[str, Any]] = []  # list comprehension variables
@@ -162,8 +168,9 @@ class _Round:
                 events.append({"type": "move", "role": move.role, "register": move.register, "move": move.move})
         for reward in self.result.rewards:
             if role in OMNISCIENT or reward.role == role:
-                events.append({"type": "reward", "role": reward.role, "total_bits": reward.total,
-                               "expression": reward.expression})
+                events.append(
+                    {"type": "reward", "role": reward.role, "total_bits": reward.total, "expression": reward.expression}
+                )
         return tuple(events)
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -216,13 +223,17 @@ class _Round:
         if not isinstance(items, (str, list)):
             raise self.fail(f"only a string or a list can be indexed, got {_kind(items)}")
         if isinstance(node.slice, ast.Slice):
-            low = None if node.slice.lower is None else self.integer(await self.value(node.slice.lower), "a slice start")
+            low = (
+                None if node.slice.lower is None else self.integer(await self.value(node.slice.lower), "a slice start")
+            )
             high = None if node.slice.upper is None else self.integer(await self.value(node.slice.upper), "a slice end")
             return items[low:high]
         number = self.integer(await self.value(node.slice), "an index")
         if not -len(items) <= number < len(items):
-            raise self.fail(f"index {number} is outside the {'list' if isinstance(items, list) else 'string'} "
-                            f"(it has {len(items)} items)")
+            raise self.fail(
+                f"index {number} is outside the {'list' if isinstance(items, list) else 'string'} "
+                f"(it has {len(items)} items)"
+            )
         return items[number]
 
     async def comprehension(self, node: ast.ListComp) -> list[str]:
@@ -263,8 +274,10 @@ class _Round:
         if _is_number(left) and _is_number(right):
             return left + right if isinstance(op, ast.Add) else left - right
         sign = "+" if isinstance(op, ast.Add) else "-"
-        raise self.fail(f"cannot compute {_kind(left)} {sign} {_kind(right)}: + joins two strings, two lists or "
-                        "two xent values; - subtracts xent values")
+        raise self.fail(
+            f"cannot compute {_kind(left)} {sign} {_kind(right)}: + joins two strings, two lists or "
+            "two xent values; - subtracts xent values"
+        )
 
     def scale(self, left: Any, right: Any) -> Any:
         """`*`: a xent value times a number (either order), or two numbers."""
@@ -451,15 +464,21 @@ class _Round:
                 ins = code[pc]
                 self.line = ins.number
                 if ins.op == "assign":
-                    values = {k.arg: await self.value(k.value) for k in ins.call.keywords}
+                    values: dict[str, Any] = {}
+                    for k in ins.call.keywords:
+                        assert k.arg is not None  # the parser (xgl) allows name=value arguments only
+                        values[k.arg] = await self.value(k.value)
                     for name, value in values.items():
                         self.store(name, value)
                 elif ins.op == "elicit":
-                    failed, attempt = ((), 1)
+                    retried: tuple[str, ...] = ()
+                    attempt = 1
                     if retry is not None and retry[0] == pc:
-                        failed, attempt = retry[1], retry[2]
+                        retried, attempt = retry[1], retry[2]
                     retry = None
-                    elicit_rows[pc] = await self.elicit(ins, failed, attempt, elicit_rows.get(pc) if attempt > 1 else None)
+                    elicit_rows[pc] = await self.elicit(
+                        ins, retried, attempt, elicit_rows.get(pc) if attempt > 1 else None
+                    )
                     last_elicit = pc
                 elif ins.op == "reveal":
                     self.reveal(ins)
@@ -471,10 +490,15 @@ class _Round:
                         self.result.ensure_failures += 1
                         ensure_failures[pc] = ensure_failures.get(pc, 0) + 1
                         if ensure_failures[pc] > ENSURE_LIMIT:  # the reference re-asks 10 times, errors on the 11th
-                            raise XGLRuntimeError(ins.number, f"ensure failed {ensure_failures[pc]} times (limit "
-                                                  f"{ENSURE_LIMIT} retries): {'; '.join(failed)}")
+                            raise XGLRuntimeError(
+                                ins.number,
+                                f"ensure failed {ensure_failures[pc]} times (limit "
+                                f"{ENSURE_LIMIT} retries): {'; '.join(failed)}",
+                            )
                         if last_elicit is None:
-                            raise XGLRuntimeError(ins.number, f"ensure failed with no elicit before it: {'; '.join(failed)}")
+                            raise XGLRuntimeError(
+                                ins.number, f"ensure failed with no elicit before it: {'; '.join(failed)}"
+                            )
                         rows = elicit_rows[last_elicit]
                         attempts = self.result.moves[rows[0]].attempts if rows else 1
                         retry = (last_elicit, tuple(failed), attempts + 1)
@@ -484,7 +508,8 @@ class _Round:
                 elif ins.op == "beacon":
                     flags[ins.call.args[0].id] = pc + 1  # type: ignore[attr-defined]
                 elif ins.op == "replay":
-                    left = replays_left.get(pc, ins.call.args[1].value)  # type: ignore[attr-defined]
+                    times: int = ins.call.args[1].value  # type: ignore[attr-defined]  # an ast.Constant (xgl checks it)
+                    left = replays_left.get(pc, times)
                     if left > 0:
                         replays_left[pc] = left - 1
                         pc = flags[ins.call.args[0].id]  # type: ignore[attr-defined]
@@ -509,7 +534,9 @@ class _Round:
             self.sized(value)
         self.registers[name] = value
 
-    async def elicit(self, ins: Instruction, failed: tuple[str, ...], attempt: int, rows: list[int] | None) -> list[int]:
+    async def elicit(
+        self, ins: Instruction, failed: tuple[str, ...], attempt: int, rows: list[int] | None
+    ) -> list[int]:
         role, args = player_arg(ins)
         *registers, limit = args
         max_tokens = limit.value  # type: ignore[attr-defined]
@@ -520,9 +547,17 @@ class _Round:
         for k, reg in enumerate(registers):
             name = reg.id  # type: ignore[attr-defined]
             elicit_index = rows[k] if rows else len(self.result.moves)
-            request = ElicitRequest(role, name, max_tokens, ins.number,
-                                    self.result.moves[elicit_index].elicit_index if rows else elicit_index,
-                                    self.visible(role), failed, attempt, self.events_for(role))
+            request = ElicitRequest(
+                role,
+                name,
+                max_tokens,
+                ins.number,
+                self.result.moves[elicit_index].elicit_index if rows else elicit_index,
+                self.visible(role),
+                failed,
+                attempt,
+                self.events_for(role),
+            )
             outcome = await seat.ask(request)
             move = self.judge.first_n_tokens(outcome.move, max_tokens)
             self.registers[name] = move
@@ -533,9 +568,20 @@ class _Round:
                 record.tokens_in += outcome.tokens_in
                 record.tokens_out += outcome.tokens_out
             else:
-                self.result.moves.append(MoveRecord(request.elicit_index, role, name, move, outcome.reply,
-                                                    outcome.prompts, ins.number, outcome.tagged,
-                                                    outcome.tokens_in, outcome.tokens_out))
+                self.result.moves.append(
+                    MoveRecord(
+                        request.elicit_index,
+                        role,
+                        name,
+                        move,
+                        outcome.reply,
+                        outcome.prompts,
+                        ins.number,
+                        outcome.tagged,
+                        outcome.tokens_in,
+                        outcome.tokens_out,
+                    )
+                )
             indices.append(elicit_index)
         return indices
 
@@ -573,8 +619,9 @@ class _Round:
         if role in ZERO_SUM:  # black and white: a reward to one is its negative to the other
             mirror = -value
             negated = Resolved(tuple(type(t)(t.term, t.token, 0.0 - t.bits) for t in resolved.tokens))
-            self.result.rewards.append(RewardRecord(index, ZERO_SUM[role], ins.number, f"-({expression})",
-                                                    list(mirror.terms), negated))
+            self.result.rewards.append(
+                RewardRecord(index, ZERO_SUM[role], ins.number, f"-({expression})", list(mirror.terms), negated)
+            )
 
     async def ensure(self, ins: Instruction) -> list[str]:
         failed: list[str] = []
@@ -607,8 +654,13 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-async def run_round(program: Program, seats: Mapping[str, Seat], judge: JudgeLike,
-                    stories: StoryProvider | None = None, rng: random.Random | None = None) -> RoundResult:
+async def run_round(
+    program: Program,
+    seats: Mapping[str, Seat],
+    judge: JudgeLike,
+    stories: StoryProvider | None = None,
+    rng: random.Random | None = None,
+) -> RoundResult:
     """One pass through `program`; errors end the round and are recorded in the result.
 
     `rng` draws sample() and shuffle(); pass one generator per map (seeded from the map) so that

@@ -53,8 +53,10 @@ class Schedule:
             if job.job_id == job_id and game in (None, job.game):
                 return job
         where = f"{game}/{job_id}" if game else job_id
-        raise ParamsError(f"no scheduled xent play job {where} in the current params (they changed since the DAG "
-                          "was built?); `python -m pipeline xent schedule` lists the jobs")
+        raise ParamsError(
+            f"no scheduled xent play job {where} in the current params (they changed since the DAG "
+            "was built?); `python -m pipeline xent schedule` lists the jobs"
+        )
 
 
 def _entry_identity(models: ModelsParams, name: str) -> dict:
@@ -79,8 +81,9 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         for name, game in mapset.games.items():
             games[name] = game
             refs[name] = str(mapset.root / "games" / f"{name}.xgl")
-            imported[name] = tuple(MapSpec(name, m.map_seed, m.map_id, str(mapset.root / m.path))
-                                   for m in mapset.maps[name])
+            imported[name] = tuple(
+                MapSpec(name, m.map_seed, m.map_id, str(mapset.root / m.path)) for m in mapset.maps[name]
+            )
     for ref in params.games:
         try:
             game = load_game(ref)
@@ -91,8 +94,11 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         games[game.name] = game
         refs[game.name] = ref
     maps = {
-        name: imported.get(name) or tuple(MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, judge_label(params)))
-                                          for k in range(params.maps_per_game))
+        name: imported.get(name)
+        or tuple(
+            MapSpec(name, params.seed + k, map_id_for(game, params.seed + k, judge_label(params)))
+            for k in range(params.maps_per_game)
+        )
         for name, game in games.items()
     }
     jobs = []
@@ -100,10 +106,16 @@ def build_schedule(params: XentParams, models: ModelsParams, source: str = "para
         opponent = params.opponent if game.opponent_roles else None
         for player in params.players:
             identity = {
-                "v": PLAY_VERSION, "prompt": PROMPT_VERSION, "game": name, "source": game.version,
-                "maps": [m.map_id for m in maps[name]], "player": _entry_identity(models, player),
+                "v": PLAY_VERSION,
+                "prompt": PROMPT_VERSION,
+                "game": name,
+                "source": game.version,
+                "maps": [m.map_id for m in maps[name]],
+                "player": _entry_identity(models, player),
                 "opponent": _entry_identity(models, opponent) if opponent else None,
-                "rounds": params.rounds, "judge": judge_label(params), "replies": params.replies.model_dump(mode="json"),
+                "rounds": params.rounds,
+                "judge": judge_label(params),
+                "replies": params.replies.model_dump(mode="json"),
                 "judge_scoring": [params.judge_scoring, params.judge_clip_logprobs],
             }
             jobs.append(PlayJob(name, refs[name], content_id(identity), player, opponent, maps[name], params.rounds))

@@ -64,8 +64,9 @@ def field_difference(players: list[str], models: ModelsParams, field: list[str])
     if not missing and not extra:
         return None
     parts = ([f"without {', '.join(missing)}"] if missing else []) + ([f"with {', '.join(extra)}"] if extra else [])
-    return Difference("players", f"field of {len(field)} ({', '.join(field)})",
-                      f"{len(players)} player(s), " + "; ".join(parts))
+    return Difference(
+        "players", f"field of {len(field)} ({', '.join(field)})", f"{len(players)} player(s), " + "; ".join(parts)
+    )
 
 
 def map_set_differences(params: XentParams, models: ModelsParams | None = None) -> list[Difference]:
@@ -97,7 +98,12 @@ def differences_note(params: XentParams, differences: list[Difference], source: 
     manifest = read_manifest(params.map_set) if params.map_set else None
     benchmark = (manifest or {}).get("benchmark_id", "?")
     lines = "\n".join(f"  - {d}" for d in differences)
-    fix = ("leave `judge` and `rounds` out to take the map set's; "
-           if {"judge", "rounds"} & {d.field for d in differences} else "")
-    return (f"xent: WARNING: {source} differs from its map set {params.map_set} ({benchmark}), so its scores are not "
-            f"comparable with the reference's published ones:\n{lines}\n  ({fix}docs/xent.md, 'Reference map sets')")
+    fix = (
+        "leave `judge` and `rounds` out to take the map set's; "
+        if {"judge", "rounds"} & {d.field for d in differences}
+        else ""
+    )
+    return (
+        f"xent: WARNING: {source} differs from its map set {params.map_set} ({benchmark}), so its scores are not "
+        f"comparable with the reference's published ones:\n{lines}\n  ({fix}docs/xent.md, 'Reference map sets')"
+    )

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandera.polars as pa
 import polars as pl
 
-from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.artifacts import (
+    CallsSchema,
+    read_record,
+    read_table,
+    seed_from,
+    write_json_atomic,
+    write_record,
+    write_table,
+)
 from pipeline.xent.config import load_xent
+from pipeline.xent.records import RewardRecord, XentPlay
 from pipeline.xent.schedule import Schedule, build_schedule
 from pipeline.xent.schemas import MovesSchema, RescoreSchema, RewardsSchema, RoundStatusSchema, TokenXentsSchema
 from pipeline.xent.values import Term, XentValue, combine
@@ -42,7 +52,9 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
     return build_maps(schedule.refs[game], list(schedule.maps[game]), judge, out)
 
 
-def play_stage(params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str) -> Path:
+def play_stage(
+    params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str
+) -> Path:
     from pipeline.core.models import Gateway, load_models, make_players
     from pipeline.xent.judges import params_judge
     from pipeline.xent.play import PlaySettings, job_record, play_job_maps
@@ -61,42 +73,62 @@ def play_stage(params_path: str, models_path: str, game_name: str | None, job_id
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
-    settings = PlaySettings(reply_max_tokens=params.replies.max_tokens, detail_rounds=params.replies.detail_rounds,
-                            conversation=params.replies.conversation, protocol=params.replies.protocol)
+    settings = PlaySettings(
+        reply_max_tokens=params.replies.max_tokens,
+        detail_rounds=params.replies.detail_rounds,
+        conversation=params.replies.conversation,
+        protocol=params.replies.protocol,
+    )
     opponent = players[job.opponent] if job.opponent else None
     records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
-    record = job_record(game, job_id, players[job.player], opponent, judge, job.rounds, records,
-                        {m.map_id: m.seed for m in job.maps})
+    record = XentPlay.model_validate(
+        job_record(
+            game,
+            job_id,
+            players[job.player],
+            opponent,
+            judge,
+            job.rounds,
+            records,
+            {m.map_id: m.seed for m in job.maps},
+        )
+    )
     path = job.path(out)
     gateway.write_calls(path.with_suffix(".calls.parquet"))
-    write_json_atomic(path, record)
+    write_record(path, record)
     return path
 
 
-def _records(schedule: Schedule, plays: str) -> list[dict[str, Any]]:
-    records = []
+def _records(schedule: Schedule, plays: str) -> list[XentPlay]:
+    records: list[XentPlay] = []
     missing = []
     for job in schedule.jobs:
         path = job.path(plays)
         if not path.exists():
             missing.append(str(path))
             continue
-        records.append(json.loads(path.read_text(encoding="utf-8")))
+        records.append(read_record(path, XentPlay))
     if missing:
         raise FileNotFoundError(f"{len(missing)} play job(s) have not run, e.g. {missing[0]}; run `snakemake xent_all`")
     return records
 
 
-def _self_rewards(records: list[dict[str, Any]]):  # -> iterator of (keys, reward)
+def _self_rewards(records: list[XentPlay]) -> Iterator[tuple[dict[str, Any], RewardRecord, XentPlay]]:
+    """(table keys, reward, its record) of every reward of a player's own roles."""
     for record in records:
-        roles = set(record["self_roles"])
-        for map_record in record["maps"]:
-            for rnd in map_record["rounds"]:
-                for reward in rnd["rewards"]:
-                    if reward["role"] in roles:
-                        keys = {"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
-                                "round": rnd["round"], "reward_index": reward["reward_index"],
-                                "player_role": reward["role"]}
+        roles = set(record.self_roles)
+        for map_record in record.maps:
+            for rnd in map_record.rounds:
+                for reward in rnd.rewards:
+                    if reward.role in roles:
+                        keys = {
+                            "game": record.game,
+                            "map_id": map_record.map_id,
+                            "model": record.player,
+                            "round": rnd.round,
+                            "reward_index": reward.reward_index,
+                            "player_role": reward.role,
+                        }
                         yield keys, reward, record
 
 
@@ -111,26 +143,52 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
 
     moves = []
     for record in records:
-        roles = set(record["self_roles"])
-        for map_record in record["maps"]:
-            for rnd in map_record["rounds"]:
-                for move in rnd["moves"]:
-                    if move["role"] in roles:
-                        moves.append({"game": record["game"], "map_id": map_record["map_id"], "model": record["player"],
-                                      "round": rnd["round"], "elicit_index": move["elicit_index"],
-                                      "player_role": move["role"], "register": move["register"], "move": move["move"],
-                                      "reply": move["reply"], "attempts": move["attempts"],
-                                      "tagged": move.get("tagged", True), "tokens_in": move.get("tokens_in", 0),
-                                      "tokens_out": move.get("tokens_out", 0)})
+        roles = set(record.self_roles)
+        for map_record in record.maps:
+            for rnd in map_record.rounds:
+                for move in rnd.moves:
+                    if move.role in roles:
+                        moves.append(
+                            {
+                                "game": record.game,
+                                "map_id": map_record.map_id,
+                                "model": record.player,
+                                "round": rnd.round,
+                                "elicit_index": move.elicit_index,
+                                "player_role": move.role,
+                                "register": move.xgl_register,
+                                "move": move.move,
+                                "reply": move.reply,
+                                "attempts": move.attempts,
+                                "tagged": True if move.tagged is None else move.tagged,
+                                "tokens_in": move.tokens_in or 0,
+                                "tokens_out": move.tokens_out or 0,
+                            }
+                        )
     key_cols = ["game", "map_id", "model", "round"]
-    status = [{"game": record["game"], "map_id": m["map_id"], "model": record["player"], "round": rnd["round"],
-               "error": rnd["error"], "ensure_failures": rnd["ensure_failures"]}
-              for record in records for m in record["maps"] for rnd in m["rounds"]]
-    write_table(out_dir / "round_status.parquet", _frame(status, RoundStatusSchema), RoundStatusSchema, sort_by=key_cols)
+    status = [
+        {
+            "game": record.game,
+            "map_id": m.map_id,
+            "model": record.player,
+            "round": rnd.round,
+            "error": rnd.error,
+            "ensure_failures": rnd.ensure_failures,
+        }
+        for record in records
+        for m in record.maps
+        for rnd in m.rounds
+    ]
+    write_table(
+        out_dir / "round_status.parquet", _frame(status, RoundStatusSchema), RoundStatusSchema, sort_by=key_cols
+    )
     write_table(out_dir / "moves.parquet", _frame(moves, MovesSchema), MovesSchema, sort_by=key_cols + ["elicit_index"])
 
     rewards = list(_self_rewards(records))
-    values = [XentValue(tuple(Term.from_dict(t) for t in reward["terms"])) for _, reward, _ in rewards]
+    values = [
+        XentValue(tuple(Term(t.string, tuple((p, float(c)) for p, c in t.parts)) for t in reward.terms))
+        for _, reward, _ in rewards
+    ]
     pairs = sorted({pair for value in values for pair in value.pairs()})
     judges = [params.judge] + [j for j in params.rescore_judges if j != params.judge]
     rescored_rows: list[dict[str, Any]] = []
@@ -139,46 +197,78 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
     checked = 0
     for judge_name in judges:
         judge = params_judge(params, judge_name)
-        print(f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
-              file=sys.stderr)
+        print(
+            f"xent rescore: {len(pairs)} (string, prefix) pairs from {len(rewards)} rewards with {judge_name}",
+            file=sys.stderr,
+        )
         scored = dict(zip(pairs, judge.score_many(pairs))) if pairs else {}
         fingerprint = judge.fingerprint.as_dict()
         for (keys, reward, record), value in zip(rewards, values):
             resolved = combine(value, [scored[p] for p in value.pairs()])
-            rescored_rows.append({**keys, "judge": judge_name, "total_bits": resolved.total,
-                                  "play_total_bits": reward["total_bits"]})
+            rescored_rows.append(
+                {**keys, "judge": judge_name, "total_bits": resolved.total, "play_total_bits": reward.total_bits}
+            )
             if judge_name != params.judge:
                 continue
             for index, token in enumerate(resolved.tokens):
-                token_rows.append({**{k: keys[k] for k in key_cols + ["reward_index"]}, "token_index": index,
-                                   "token": token.token, "bits": token.bits})
-            if record["judge"] == fingerprint:
+                token_rows.append(
+                    {
+                        **{k: keys[k] for k in key_cols + ["reward_index"]},
+                        "token_index": index,
+                        "token": token.token,
+                        "bits": token.bits,
+                    }
+                )
+            if record.judge == fingerprint:
                 checked += 1
-                if not math.isclose(resolved.total, reward["total_bits"], abs_tol=RESCORE_TOLERANCE_BITS):
-                    mismatches.append(f"{keys}: play {reward['total_bits']:.6f} vs rescored {resolved.total:.6f} bits")
+                if not math.isclose(resolved.total, reward.total_bits, abs_tol=RESCORE_TOLERANCE_BITS):
+                    mismatches.append(f"{keys}: play {reward.total_bits:.6f} vs rescored {resolved.total:.6f} bits")
     if mismatches:
-        raise RuntimeError(f"{len(mismatches)} reward(s) rescored by {params.judge} differ from play time by more "
-                           f"than {RESCORE_TOLERANCE_BITS} bits (nondeterministic judge?), e.g.\n" + "\n".join(mismatches[:5]))
-    write_table(out_dir / "rescore.parquet", _frame(rescored_rows, RescoreSchema), RescoreSchema,
-                sort_by=key_cols + ["reward_index", "player_role", "judge"])
-    reward_rows = [{**keys, "total_bits": row["total_bits"]} for (keys, _, _), row in
-                   zip(rewards, [r for r in rescored_rows if r["judge"] == params.judge])]
-    write_table(out_dir / "rewards.parquet", _frame(reward_rows, RewardsSchema), RewardsSchema,
-                sort_by=key_cols + ["reward_index", "player_role"])
-    write_table(out_dir / "token_xents.parquet", _frame(token_rows, TokenXentsSchema), TokenXentsSchema,
-                sort_by=key_cols + ["reward_index", "token_index"])
+        raise RuntimeError(
+            f"{len(mismatches)} reward(s) rescored by {params.judge} differ from play time by more "
+            f"than {RESCORE_TOLERANCE_BITS} bits (nondeterministic judge?), e.g.\n" + "\n".join(mismatches[:5])
+        )
+    write_table(
+        out_dir / "rescore.parquet",
+        _frame(rescored_rows, RescoreSchema),
+        RescoreSchema,
+        sort_by=key_cols + ["reward_index", "player_role", "judge"],
+    )
+    reward_rows = [
+        {**keys, "total_bits": row["total_bits"]}
+        for (keys, _, _), row in zip(rewards, [r for r in rescored_rows if r["judge"] == params.judge])
+    ]
+    write_table(
+        out_dir / "rewards.parquet",
+        _frame(reward_rows, RewardsSchema),
+        RewardsSchema,
+        sort_by=key_cols + ["reward_index", "player_role"],
+    )
+    write_table(
+        out_dir / "token_xents.parquet",
+        _frame(token_rows, TokenXentsSchema),
+        TokenXentsSchema,
+        sort_by=key_cols + ["reward_index", "token_index"],
+    )
 
     calls = [read_table(job.path(plays).with_suffix(".calls.parquet"), CallsSchema) for job in schedule.jobs]
     all_calls = pl.concat(calls) if calls else pl.DataFrame()
     if calls:
-        write_table(out_dir / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
-    summary = {"rewards": len(rewards), "pairs": len(pairs), "judges": judges, "checked_against_play": checked,
-               "tolerance_bits": RESCORE_TOLERANCE_BITS}
+        write_table(
+            out_dir / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"]
+        )
+    summary = {
+        "rewards": len(rewards),
+        "pairs": len(pairs),
+        "judges": judges,
+        "checked_against_play": checked,
+        "tolerance_bits": RESCORE_TOLERANCE_BITS,
+    }
     write_json_atomic(out_dir / "rescore_check.json", summary)
     return summary
 
 
-def _frame(rows: list[dict[str, Any]], schema: type) -> pl.DataFrame:
+def _frame(rows: list[dict[str, Any]], schema: type[pa.DataFrameModel]) -> pl.DataFrame:
     columns = list(schema.to_schema().columns)
     if not rows:
         return pl.DataFrame({c: [] for c in columns})

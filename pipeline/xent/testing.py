@@ -64,6 +64,13 @@ class WordJudge:
 
     def stories(self, seeds: Sequence[int | str], n_tokens: int = 50) -> list[str]:
         self.stories_drawn += len(seeds)
-        topics = ["the dog chased a ball across the garden", "rain fell on the quiet harbour town",
-                  "the engineer fixed the broken engine", "a child planted seeds in spring"]
-        return [" ".join((topics[seed_from("word-judge-story", str(s)) % len(topics)] + " and then").split()[:n_tokens]) for s in seeds]
+        topics = [
+            "the dog chased a ball across the garden",
+            "rain fell on the quiet harbour town",
+            "the engineer fixed the broken engine",
+            "a child planted seeds in spring",
+        ]
+        return [
+            " ".join((topics[seed_from("word-judge-story", str(s)) % len(topics)] + " and then").split()[:n_tokens])
+            for s in seeds
+        ]

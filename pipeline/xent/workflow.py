@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.artifacts import ParamsError
 from pipeline.core.run import code_fingerprint
-from pipeline.xent.report import rate_outputs, report_outputs
 from pipeline.xent.xgl import ParseError
 
-__all__ = ["RESCORE_OUTPUTS", "XentRuleInputs", "rate_outputs", "report_outputs", "xent_rule_inputs"]
-
-RESCORE_OUTPUTS = ("moves.parquet", "rewards.parquet", "token_xents.parquet", "rescore.parquet",
-                   "round_status.parquet", "calls.parquet", "rescore_check.json")
+__all__ = ["XentRuleInputs", "xent_rule_inputs"]
 
 
 @dataclass
@@ -28,8 +23,9 @@ class XentRuleInputs:
 
 
 def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xent") -> XentRuleInputs:
-    """The scheduled work; no inputs (with a warning) when the params cannot be read, so other
-    benchmarks' targets still parse (xent's own jobs then fail with the full message)."""
+    """The scheduled work; no inputs when the params cannot be scheduled (no map set imported yet),
+    so every other benchmark plans and runs as usual and xent's own jobs fail with the full message;
+    `schedule_notes` says so before a run. Parsing prints nothing."""
     from pipeline.core.models import load_models
     from pipeline.xent.config import load_xent
     from pipeline.xent.schedule import build_schedule
@@ -37,14 +33,8 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
     try:
         params = load_xent(params_path)
         schedule = build_schedule(params, load_models(models_path), source=params_path)
-    except (ParamsError, ParseError) as exc:
-        print(f"xent: nothing scheduled ({str(exc).splitlines()[0]}); its jobs fail until this is fixed", file=sys.stderr)
+    except (ParamsError, ParseError):
         return XentRuleInputs()
-    from pipeline.xent.settings import differences_note
-
-    note = differences_note(params, list(schedule.differences), params_path)
-    if note:  # the run goes ahead, but says plainly that it is not the map set's
-        print(note, file=sys.stderr)
     inputs = XentRuleInputs()
     for game, specs in schedule.maps.items():
         inputs.maps[game] = [str(s.path(f"{root}/maps")) for s in specs]
@@ -52,7 +42,27 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
         inputs.jobs.append(str(job.path(f"{root}/play")))
         inputs.job_maps[job.job_id] = [str(m.path(f"{root}/maps")) for m in job.maps]
     inputs.judges = [params.judge, *params.rescore_judges]
-    inputs.report = {"rating": params.rating.model_dump(mode="json"), "seed": params.seed,
-                   "code": code_fingerprint("pipeline.xent", ("report.py", "schemas.py"))}
+    inputs.report = {
+        "rating": params.rating.model_dump(mode="json"),
+        "seed": params.seed,
+        "code": code_fingerprint("pipeline.xent", ("report.py", "schemas.py")),
+    }
     inputs.plots_code = code_fingerprint("pipeline.xent", ("plots.py", "schemas.py"))
     return inputs
+
+
+def schedule_notes(params_path: str, models_path: str) -> list[str]:
+    """What `plan` and a run's start say about these params: that nothing is scheduled and why (the
+    map set is not imported yet), or how the run differs from the map set it plays."""
+    from pipeline.core.models import load_models
+    from pipeline.xent.config import load_xent
+    from pipeline.xent.schedule import build_schedule
+    from pipeline.xent.settings import differences_note
+
+    try:
+        params = load_xent(params_path)
+        schedule = build_schedule(params, load_models(models_path), source=params_path)
+    except (ParamsError, ParseError) as exc:
+        return [f"xent: nothing scheduled ({str(exc).splitlines()[0]}); its jobs fail until this is fixed"]
+    note = differences_note(params, list(schedule.differences), params_path)
+    return [note] if note else []

@@ -34,11 +34,29 @@ INSTRUCTIONS: tuple[str, ...] = ("assign", "elicit", "reveal", "reward", "ensure
 JUDGE_FUNCTIONS: frozenset[str] = frozenset({"xent", "xed", "nex", "dex"})
 # story() is replaced by a literal when a map is built (see maps.py)
 BUILD_FUNCTIONS: frozenset[str] = frozenset({"story"})
-FUNCTIONS: frozenset[str] = JUDGE_FUNCTIONS | BUILD_FUNCTIONS | frozenset({
-    "is_true", "is_false", "remove_common_words", "only_uses_words", "only_uses_chars",
-    "num_words", "word_set", "common_word_set", "sample", "shuffle", "punish_negative",
-    "reward_positive", "first_n_tokens", "last_n_tokens", "len",
-})
+FUNCTIONS: frozenset[str] = (
+    JUDGE_FUNCTIONS
+    | BUILD_FUNCTIONS
+    | frozenset(
+        {
+            "is_true",
+            "is_false",
+            "remove_common_words",
+            "only_uses_words",
+            "only_uses_chars",
+            "num_words",
+            "word_set",
+            "common_word_set",
+            "sample",
+            "shuffle",
+            "punish_negative",
+            "reward_positive",
+            "first_n_tokens",
+            "last_n_tokens",
+            "len",
+        }
+    )
+)
 METHODS: frozenset[str] = frozenset({"split", "join"})  # s.split(sep), sep.join(l)
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitOr: "|", ast.FloorDiv: "//", ast.Mod: "%"}
@@ -112,7 +130,8 @@ class Program:
     def has_story_calls(self) -> bool:
         return any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "story"
-            for ins in self.instructions for n in ast.walk(ins.call)
+            for ins in self.instructions
+            for n in ast.walk(ins.call)
         )
 
 
@@ -131,7 +150,9 @@ def parse_program(text: str, *, source: str = "", name: str = "") -> Program:
     """Check every line of `text`; raise ParseError on the first problem."""
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        raise ParseError(MAX_LINES + 1, 1, f"a program has at most {MAX_LINES} lines, this one has {len(lines)}", source)
+        raise ParseError(
+            MAX_LINES + 1, 1, f"a program has at most {MAX_LINES} lines, this one has {len(lines)}", source
+        )
     instructions: list[Instruction] = []
     description: list[str] = []
     meta: dict[str, str] = {}
@@ -172,17 +193,27 @@ def _parse_line(raw: str, number: int, source: str) -> Instruction:
         tree = ast.parse(line, mode="eval")
     except SyntaxError as exc:
         column = (exc.offset or 1) + offset
-        raise ParseError(number, column, f"not a valid instruction ({exc.msg}); expected one call such as "
-                         "assign(x=...) or elicit(x, 10)", source) from None
+        raise ParseError(
+            number,
+            column,
+            f"not a valid instruction ({exc.msg}); expected one call such as assign(x=...) or elicit(x, 10)",
+            source,
+        ) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(number, 1, f"not a valid instruction ({type(exc).__name__})", source) from None
     nodes = sum(1 for _ in ast.walk(tree))
     if nodes > MAX_NODES_PER_LINE:
-        raise ParseError(number, 1, f"the line is too complex ({nodes} syntax nodes, at most {MAX_NODES_PER_LINE})", source)
+        raise ParseError(
+            number, 1, f"the line is too complex ({nodes} syntax nodes, at most {MAX_NODES_PER_LINE})", source
+        )
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in INSTRUCTIONS:
-        raise ParseError(number, getattr(call, "col_offset", 0) + 1 + offset,
-                         f"expected an instruction call: one of {', '.join(INSTRUCTIONS)}", source)
+        raise ParseError(
+            number,
+            getattr(call, "col_offset", 0) + 1 + offset,
+            f"expected an instruction call: one of {', '.join(INSTRUCTIONS)}",
+            source,
+        )
     checker = _LineChecker(number, offset, source)
     ins = Instruction(number, call.func.id, call, line)
     checker.instruction(ins)
@@ -216,15 +247,19 @@ class _LineChecker:
             if keyword.arg is None:
                 raise self.fail(keyword.value, "**arguments are not allowed")
             if keyword.arg not in REGISTERS:
-                raise self.fail(keyword.value, f"{keyword.arg!r} is not a register; expected one of a b c l s t x y p "
-                                "with an optional suffix 1-3")
+                raise self.fail(
+                    keyword.value,
+                    f"{keyword.arg!r} is not a register; expected one of a b c l s t x y p with an optional suffix 1-3",
+                )
             self.value(keyword.value)
 
     def _elicit(self, ins: Instruction) -> None:
         _, args = player_arg(ins)
         if len(args) < 2:
-            raise self.fail(ins.call, "elicit([player,] register, ..., max_tokens) needs at least one register "
-                            "and a max_tokens number")
+            raise self.fail(
+                ins.call,
+                "elicit([player,] register, ..., max_tokens) needs at least one register and a max_tokens number",
+            )
         *registers, limit = args
         for reg in registers:
             if not isinstance(reg, ast.Name) or reg.id not in REGISTERS:
@@ -269,18 +304,20 @@ class _LineChecker:
     # -- values ----------------------------------------------------------------------------
     def value(self, node: ast.AST) -> None:
         if isinstance(node, ast.Constant):
-            v = node.value
-            if type(v) is str:
-                if len(v) > MAX_STRING_LITERAL:
+            literal = node.value
+            if type(literal) is str:
+                if len(literal) > MAX_STRING_LITERAL:
                     raise self.fail(node, f"string literals have at most {MAX_STRING_LITERAL} characters")
-            elif type(v) is int:
-                if abs(v) > MAX_INT_LITERAL:
+            elif type(literal) is int:
+                if abs(literal) > MAX_INT_LITERAL:
                     raise self.fail(node, f"integer literals are at most {MAX_INT_LITERAL} in size")
-            elif type(v) is float:
-                if not abs(v) < 1e9:
+            elif type(literal) is float:
+                if not abs(literal) < 1e9:
                     raise self.fail(node, "number literals must be finite and below 1e9")
             else:
-                raise self.fail(node, f"a {type(v).__name__} literal is not allowed; expected a string or a number")
+                raise self.fail(
+                    node, f"a {type(literal).__name__} literal is not allowed; expected a string or a number"
+                )
         elif isinstance(node, ast.Name):
             if node.id not in REGISTERS and node.id not in self.bound:
                 what = "a player" if node.id in PLAYERS else "a flag" if node.id in FLAGS else "an unknown name"
@@ -368,9 +405,13 @@ def _check_program(program: Program, source: str) -> None:
         else:
             for keyword in ins.call.keywords:
                 if keyword.arg and is_static(keyword.arg) and not setup:
-                    raise ParseError(ins.number, keyword.value.col_offset + 1,
-                                     f"{keyword.arg} is a static register: assign it only in the setup lines "
-                                     "before the first other instruction", source)
+                    raise ParseError(
+                        ins.number,
+                        keyword.value.col_offset + 1,
+                        f"{keyword.arg} is a static register: assign it only in the setup lines "
+                        "before the first other instruction",
+                        source,
+                    )
         if ins.op == "beacon":
             flag = ins.call.args[0].id  # type: ignore[attr-defined]
             if flag in flag_lines:
@@ -413,8 +454,11 @@ def story_calls(program: Program) -> list[int]:
     """The token count each story() call asks for (default 50), in reading order."""
     sizes: list[int] = []
     for ins in program.instructions:
-        calls = [n for n in ast.walk(ins.call) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                 and n.func.id == "story"]
+        calls = [
+            n
+            for n in ast.walk(ins.call)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "story"
+        ]
         # ast.walk is breadth-first; reading order is by position
         for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
             size = 50

@@ -1,7 +1,7 @@
 """Artifacts: what stages write and read. Atomic files, content ids and seeds (`io`), users'
 params with errors that name the fix (`params`), pandera-checked tables (`schemas`), plots (`plots`),
 replay pages (`replay`), a benchmark's results folder as the leaderboard reads it (`results`) and
-progress across a stage (`progress`).
+progress across a stage (`progress`) and typed game records (`records`).
 
 The names below are the public API, imported on first use (SPEC 1 lazy loading): importing
 the package costs nothing until a name is used."""
@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     )
     from pipeline.core.artifacts.plots import FORMATS, PALETTE, save_chart
     from pipeline.core.artifacts.progress import announce_games
+    from pipeline.core.artifacts.records import (
+        GameRecord,
+        RecordError,
+        parse_record,
+        read_record,
+        record_json,
+        write_record,
+    )
     from pipeline.core.artifacts.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
     from pipeline.core.artifacts.schemas import (
         CallsSchema,
@@ -67,6 +75,12 @@ _EXPORTS = {
     "PALETTE": "plots",
     "save_chart": "plots",
     "announce_games": "progress",
+    "GameRecord": "records",
+    "RecordError": "records",
+    "parse_record": "records",
+    "read_record": "records",
+    "record_json": "records",
+    "write_record": "records",
     "GamePage": "replay",
     "ReplaySet": "replay",
     "by_game": "replay",
@@ -88,11 +102,13 @@ __all__ = [
     "CallsSchema",
     "FORMATS",
     "GamePage",
+    "GameRecord",
     "InputError",
     "PALETTE",
     "ParamsError",
     "RatingSummarySchema",
     "RatingsSchema",
+    "RecordError",
     "ReplaySet",
     "RosterCheckSchema",
     "StrictParams",
@@ -108,7 +124,10 @@ __all__ = [
     "indexed",
     "load_params",
     "num",
+    "parse_record",
+    "read_record",
     "read_table",
+    "record_json",
     "roster_hint",
     "roster_problems",
     "safe_key",
@@ -117,6 +136,7 @@ __all__ = [
     "seed_from",
     "user_cache_dir",
     "write_json_atomic",
+    "write_record",
     "write_table",
     "write_text_atomic",
 ]

@@ -53,7 +53,7 @@ _OWNER = f"{socket.gethostname().replace('.', '_')}-{os.getpid()}"
 def _remove_stale_temps(target: Path) -> None:
     host = _OWNER.rsplit("-", 1)[0]
     for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(host)}-*.tmp"):
-        pid = temp.name[len(target.name) + len(host) + 3:].split(".", 1)[0]
+        pid = temp.name[len(target.name) + len(host) + 3 :].split(".", 1)[0]
         if not pid.isdigit() or pid_alive(int(pid)):
             continue
         try:

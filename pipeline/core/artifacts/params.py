@@ -41,16 +41,23 @@ def roster_hint(name: str, known: Iterable[str], models_source: str = "params/mo
     and the fix (benchmarks' params name players by their roster name in params/models.yaml)."""
     names = list(known)
     guess = did_you_mean(name, names)
-    return (f"{guess + ' ' if guess else ''}(known: {', '.join(names)}); fix the name, or add an entry "
-            f"named {name!r} to the roster in {models_source}")
+    return (
+        f"{guess + ' ' if guess else ''}(known: {', '.join(names)}); fix the name, or add an entry "
+        f"named {name!r} to the roster in {models_source}"
+    )
 
 
-def roster_problems(named: Iterable[tuple[str, str]], known: Sequence[str], source: str,
-                    models_source: str = "params/models.yaml") -> list[str]:
+def roster_problems(
+    named: Iterable[tuple[str, str]], known: Sequence[str], source: str, models_source: str = "params/models.yaml"
+) -> list[str]:
     """One message per (field, name) whose name is no roster entry: file, field, name, the closest
     roster name and the fix. `field` is how the params file spells the place (`players[2]`)."""
-    return [f"{source}: {field}: {name!r} is not a roster name in {models_source}; "
-            f"{roster_hint(name, known, models_source)}" for field, name in named if name not in known]
+    return [
+        f"{source}: {field}: {name!r} is not a roster name in {models_source}; "
+        f"{roster_hint(name, known, models_source)}"
+        for field, name in named
+        if name not in known
+    ]
 
 
 def indexed(field: str, names: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -107,8 +114,12 @@ def allowed_range(info: FieldInfo) -> str | None:
     kind = "an integer" if int in parts and float not in parts else "a number"
     bounds: dict[str, Any] = {}
     for item in info.metadata:
-        for cls, name in ((annotated_types.Ge, "ge"), (annotated_types.Gt, "gt"),
-                          (annotated_types.Le, "le"), (annotated_types.Lt, "lt")):
+        for cls, name in (
+            (annotated_types.Ge, "ge"),
+            (annotated_types.Gt, "gt"),
+            (annotated_types.Le, "le"),
+            (annotated_types.Lt, "lt"),
+        ):
             if isinstance(item, cls):
                 bounds[name] = getattr(item, name)
     signs = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
@@ -133,8 +144,7 @@ def _fix(model: type[BaseModel], loc: tuple[Any, ...], err: Any) -> str | None:
         keys = list(container.model_fields)
         guess = did_you_mean(loc[-1], keys)
         where = format_location(loc[:-1]) if loc[:-1] else "this file"
-        return (f"{guess + ' ' if guess else 'remove it, or rename it: '}"
-                f"{where} takes {', '.join(keys)}")
+        return f"{guess + ' ' if guess else 'remove it, or rename it: '}{where} takes {', '.join(keys)}"
     info = _resolve(model, loc)[1]
     if info is None:
         return None

@@ -2,8 +2,9 @@
 
 A stage is one Snakemake run of many job processes, so progress is pooled through small files in
 a folder that `python -m pipeline run` creates and names in PIPELINE_PROGRESS_DIR:
-- each benchmark's rules announce at parse time the file whose presence means a game is done
-  (`announce_games`), one plan file per benchmark;
+- each benchmark's rules name, while Snakemake parses them, the files whose presence means a game
+  is done (`announce_games`, kept in memory: parsing writes nothing); the run's onstart hook writes
+  them, one plan file per benchmark (`write_announced`);
 - every gateway counts its calls, cache hits and cost into one file per process (`count_call`,
   flushed at most every second and at exit);
 - the run command sums them (`stage_progress`) and prints a line every few seconds, but only
@@ -32,12 +33,22 @@ def _folder() -> Path | None:
     return Path(value) if value else None
 
 
+_ANNOUNCED: dict[str, list[str]] = {}
+
+
 def announce_games(bench: str, done_paths: list[str]) -> None:
-    """Called by a benchmark's rules: the files that mark each scheduled game as done."""
+    """Called by a benchmark's rules: the files that mark each scheduled game as done (kept until the run
+    starts: a parse, a dry run or a job's own parse writes nothing)."""
+    _ANNOUNCED[bench] = sorted(done_paths)
+
+
+def write_announced() -> None:
+    """Called when a run starts (the Snakefile's onstart): one plan file per announcing benchmark."""
     folder = _folder()
     if folder is None:
         return
-    write_json_atomic(folder / f"plan-{bench}.json", {"benchmark": bench, "done_paths": sorted(done_paths)})
+    for bench, done_paths in sorted(_ANNOUNCED.items()):
+        write_json_atomic(folder / f"plan-{bench}.json", {"benchmark": bench, "done_paths": done_paths})
 
 
 @dataclass
@@ -69,8 +80,10 @@ def count_call(*, cache_hit: bool, cost_usd: float | None) -> None:
 
 def _flush(folder: Path) -> None:
     _COUNTS.flushed = time.monotonic()
-    write_json_atomic(folder / f"calls-{os.getpid()}.json",
-                      {"calls": _COUNTS.calls, "cache_hits": _COUNTS.cache_hits, "cost_usd": _COUNTS.cost_usd})
+    write_json_atomic(
+        folder / f"calls-{os.getpid()}.json",
+        {"calls": _COUNTS.calls, "cache_hits": _COUNTS.cache_hits, "cost_usd": _COUNTS.cost_usd},
+    )
 
 
 @dataclass(frozen=True)
@@ -85,9 +98,11 @@ class StageProgress:
 
     def line(self, label: str) -> str:
         left = "--" if self.seconds_left is None else _duration(self.seconds_left)
-        return (f"[{label}] games {self.games_done}/{self.games_total} | calls {self.calls} "
-                f"(cache hits {self.cache_hits}) | cost ${self.cost_usd:.4f} | "
-                f"elapsed {_duration(self.seconds)} | left {left}")
+        return (
+            f"[{label}] games {self.games_done}/{self.games_total} | calls {self.calls} "
+            f"(cache hits {self.cache_hits}) | cost ${self.cost_usd:.4f} | "
+            f"elapsed {_duration(self.seconds)} | left {left}"
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -95,8 +110,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def stage_progress(folder: Path, benches: list[str] | None, started: float,
-                   baseline: tuple[int, float] | None = None, root: Path = Path(".")) -> StageProgress:
+def stage_progress(
+    folder: Path,
+    benches: list[str] | None,
+    started: float,
+    baseline: tuple[int, float] | None = None,
+    root: Path = Path("."),
+) -> StageProgress:
     """Sum the plan and call files of a run (benchmarks: the benchmarks its targets name; None: all).
     `baseline`: (games done, monotonic time) when first looked at, for the time left."""
     done = total = 0

@@ -49,7 +49,9 @@ class BenchmarkResults:
         """These columns of a declared table, checked against its schema (a mismatch stops with a
         TableError naming the file and column); None when the benchmark has not written the file."""
         if relative not in self.tables:
-            raise KeyError(f"{self.name}: {relative} is not among the benchmark's declared tables {sorted(self.tables)}")
+            raise KeyError(
+                f"{self.name}: {relative} is not among the benchmark's declared tables {sorted(self.tables)}"
+            )
         path = self.path(relative)
         if path is None:
             return None

@@ -44,8 +44,18 @@ class CallsSchema(StrictTable):
     cache_hit: bool
     error_kind: str = pa.Field(
         nullable=True,
-        isin=["timeout", "rate_limit", "server", "connection", "connection_closed", "malformed_body",
-              "empty_choices", "auth", "bad_request", "empty"],  # pipeline.core.models.gateway.ERROR_KINDS
+        isin=[
+            "timeout",
+            "rate_limit",
+            "server",
+            "connection",
+            "connection_closed",
+            "malformed_body",
+            "empty_choices",
+            "auth",
+            "bad_request",
+            "empty",
+        ],  # pipeline.core.models.errors.ERROR_KINDS
     )
     # the injected fault of this attempt (pipeline.core.models.faults), null for none. Optional so calls
     # tables written before the column existed still read (read_table adds it as nulls).
@@ -205,9 +215,7 @@ def read_table(path: str | os.PathLike[str], schema: type[pa.DataFrameModel]) ->
     return _check(_add_optional_columns(_read_parquet(path), schema), schema, path)
 
 
-def read_columns(
-    path: str | os.PathLike[str], schema: type[pa.DataFrameModel], columns: Sequence[str]
-) -> pl.DataFrame:
+def read_columns(path: str | os.PathLike[str], schema: type[pa.DataFrameModel], columns: Sequence[str]) -> pl.DataFrame:
     """Some columns of another stage's table, each checked against that table's schema: for readers
     (the leaderboard) that need a few columns of many tables and must not depend on the rest."""
     frame = _read_parquet(path)
@@ -215,8 +223,11 @@ def read_columns(
     unknown = [c for c in columns if c not in full.columns]
     if unknown:
         raise ValueError(f"{schema.__name__} has no column(s) {unknown}")
-    missing = [f"  - column {c!r}: missing (expected a column of {full.columns[c].dtype})"
-               for c in columns if c not in frame.columns]
+    missing = [
+        f"  - column {c!r}: missing (expected a column of {full.columns[c].dtype})"
+        for c in columns
+        if c not in frame.columns
+    ]
     if missing:
         raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(missing))
     return _validate(full.select_columns(list(columns)), frame.select(list(columns)), schema.__name__, path)

@@ -25,9 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def score_key(scoring_version: int, fingerprint: dict[str, str], prefix: str, string: str) -> str:
-    return content_id(
-        {"v": scoring_version, "judge": fingerprint, "prefix": prefix, "string": string}, length=64
-    )
+    return content_id({"v": scoring_version, "judge": fingerprint, "prefix": prefix, "string": string}, length=64)
 
 
 class ScoreCache:

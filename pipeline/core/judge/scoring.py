@@ -156,7 +156,7 @@ class _Encoded:
 
     @property
     def targets(self) -> tuple[int, ...]:
-        return self.string_ids[self.skip:]
+        return self.string_ids[self.skip :]
 
     @property
     def model_length(self) -> int:
@@ -266,9 +266,7 @@ class Judge:
         self._pad = pad if isinstance(pad, int) else (self.tokenizer.eos_token_id or 0)
         self.cache = ScoreCache(cache_dir)
         self._lock = threading.RLock()
-        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, JudgeBatcher] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, JudgeBatcher] = weakref.WeakKeyDictionary()
         self.forward_passes = 0  # model body runs (batches), for tests and benchmarks
         self.head_mode = self._check_head()
 
@@ -365,7 +363,7 @@ class Judge:
         if lead is None:  # the tokenizer changed the text's ids around its special tokens
             return [self.tokenizer.decode([i]) for i in encoded.targets]
         shown = [""] * lead + texts + [""] * (len(ids) - lead - len(text_ids))
-        return shown[encoded.skip:]
+        return shown[encoded.skip :]
 
     # -- scoring -----------------------------------------------------------------------------
     def _key(self, string: str, prefix: str) -> str:
@@ -602,8 +600,10 @@ class Judge:
         """
         settings = {"n": n_tokens, "temperature": temperature, "top_p": top_p, "prompts": PROMPTS_VERSION}
         keys = [
-            content_id({"v": SCORING_VERSION, "story": str(seed), "settings": settings,
-                        "judge": self.fingerprint.as_dict()}, length=64)
+            content_id(
+                {"v": SCORING_VERSION, "story": str(seed), "settings": settings, "judge": self.fingerprint.as_dict()},
+                length=64,
+            )
             for seed in seeds
         ]
         found = {key: entry["text"] for key in set(keys) if (entry := self.cache.get(key)) is not None}
@@ -619,7 +619,9 @@ class Judge:
     def _sample(self, seeds: Sequence[str], steps: int, temperature: float, top_p: float) -> list[str]:
         import torch
 
-        openings = [STORY_OPENINGS[random.Random(seed_from("story-opening", s)).randrange(len(STORY_OPENINGS))] for s in seeds]
+        openings = [
+            STORY_OPENINGS[random.Random(seed_from("story-opening", s)).randrange(len(STORY_OPENINGS))] for s in seeds
+        ]
         generators = []
         for s in seeds:
             generator = torch.Generator(device="cpu")
@@ -627,7 +629,9 @@ class Judge:
             generators.append(generator)
         bench = self.max_context - steps - len(self._bos)  # a small context keeps the opening's end
         if bench < 1:
-            raise JudgeError(f"a story of {steps} sampled tokens does not fit the judge's context of {self.max_context}")
+            raise JudgeError(
+                f"a story of {steps} sampled tokens does not fit the judge's context of {self.max_context}"
+            )
         prompts = [list(self._bos) + self.encode(text)[-bench:] for text in openings]
         width = max(len(p) for p in prompts)
         # left padding: every row's next token sits in the last column
@@ -637,20 +641,25 @@ class Judge:
         banned = torch.tensor(sorted(set(self.tokenizer.all_special_ids)), dtype=torch.long)
         produced: list[list[int]] = [[] for _ in seeds]
         with self._lock, torch.inference_mode():
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+            )
             for _ in range(steps):
                 logits = out.logits[:, -1].float().cpu()
                 logits[:, banned] = float("-inf")  # stories are plain text: no special tokens
-                chosen = [
-                    _draw(logits[b], temperature, top_p, generators[b]) for b in range(len(seeds))
-                ]
+                chosen = [_draw(logits[b], temperature, top_p, generators[b]) for b in range(len(seeds))]
                 for b, token in enumerate(chosen):
                     produced[b].append(token)
                 step = torch.tensor(chosen, device=self.device)[:, None]
                 mask = torch.cat([mask, torch.ones_like(step)], dim=-1)
                 positions = positions[:, -1:] + 1
-                out = self.model(input_ids=step, attention_mask=mask, position_ids=positions,
-                                 past_key_values=out.past_key_values, use_cache=True)
+                out = self.model(
+                    input_ids=step,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    past_key_values=out.past_key_values,
+                    use_cache=True,
+                )
         return [self.tokenizer.decode(tokens) for tokens in produced]
 
 
@@ -709,7 +718,7 @@ class JudgeBatcher:
                 for _, future in batch:
                     future.cancel()
                 raise
-            except Exception as exc:  # the model failed: every waiter of this batch hears it
+            except Exception as exc:  # noqa: BLE001 - the model failed: every waiter of this batch hears it
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
@@ -770,8 +779,9 @@ def load_judge(
         key = (name, device, dtype_name, scoring, clip_logprobs)
         if key not in _LOADED:
             path, model_id = _locate(name)
-            _LOADED[key] = Judge(path, model_id=model_id, device=device, dtype=dtype_name, scoring=scoring,
-                                 clip_logprobs=clip_logprobs)
+            _LOADED[key] = Judge(
+                path, model_id=model_id, device=device, dtype=dtype_name, scoring=scoring, clip_logprobs=clip_logprobs
+            )
         judge = _LOADED[key]
     if cache_dir is not None and judge.cache.directory != Path(cache_dir):
         judge.cache.directory = Path(cache_dir)
@@ -802,6 +812,6 @@ def _hub_snapshot(repo_id: str) -> Path | None:
         from huggingface_hub import snapshot_download
 
         path = Path(snapshot_download(repo_id, local_files_only=True))
-    except Exception:  # not cached, not a valid id, or no hub library: not a hub model we can use
+    except Exception:  # noqa: BLE001 - not cached, not a valid id, or no hub library: not a hub model we can use
         return None
     return path if (path / "config.json").exists() else None

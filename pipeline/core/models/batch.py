@@ -41,7 +41,9 @@ from typing import Any, TypeVar
 
 from pipeline.core.artifacts.io import content_id, write_json_atomic
 from pipeline.core.models.budget import budget_message
-from pipeline.core.models.gateway import BudgetExceeded, Gateway, GatewayError, choice_logprobs, load_litellm
+from pipeline.core.models.errors import BudgetExceeded, GatewayError
+from pipeline.core.models.gateway import Gateway, choice_logprobs
+from pipeline.core.models.litellm_setup import load_litellm
 from pipeline.core.models.pricing import price_per_token
 from pipeline.core.models.probe import ProbedRequest, ProbeGateway
 from pipeline.core.models.roster import BatchSettings, RosterEntry
@@ -150,11 +152,21 @@ def _jsonl(entry: RosterEntry, requests: list[ProbedRequest]) -> bytes:
     assert entry.model is not None
     extra = {k: v for k, v in entry.extra.items() if k not in ("api_base", "mock_response")}
     lines = [
-        json.dumps({
-            "custom_id": r.key, "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": entry.model.split("/", 1)[1], "messages": list(r.messages), "seed": r.seed,
-                     **dict(r.params), **extra},
-        }, sort_keys=True)
+        json.dumps(
+            {
+                "custom_id": r.key,
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {
+                    "model": entry.model.split("/", 1)[1],
+                    "messages": list(r.messages),
+                    "seed": r.seed,
+                    **dict(r.params),
+                    **extra,
+                },
+            },
+            sort_keys=True,
+        )
         for r in requests
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
@@ -179,8 +191,14 @@ async def _batch(
         batch = await litellm.acreate_batch(
             completion_window="24h", endpoint="/v1/chat/completions", input_file_id=uploaded.id, **kwargs
         )
-        state = {"batch_id": batch.id, "input_file_id": uploaded.id, "model": entry.model,
-                 "job": gateway.log.job, "requests": len(requests), "status": batch.status}
+        state = {
+            "batch_id": batch.id,
+            "input_file_id": uploaded.id,
+            "model": entry.model,
+            "job": gateway.log.job,
+            "requests": len(requests),
+            "status": batch.status,
+        }
         write_json_atomic(state_path, state)  # before polling: a crash now resumes this batch
         log.info("%s: submitted batch %s with %d request(s)", entry.name, batch.id, len(requests))
     if state["status"] == "stored":
@@ -201,8 +219,9 @@ async def _batch(
     if batch.status == DONE and batch.output_file_id:
         content = await litellm.afile_content(file_id=batch.output_file_id, **kwargs)
         answers = _store(gateway, entry, state["batch_id"], _text(content), {r.key for r in requests})
-    write_json_atomic(state_path, {**state, "status": "stored" if batch.status == DONE else batch.status,
-                                   "answered": len(answers)})
+    write_json_atomic(
+        state_path, {**state, "status": "stored" if batch.status == DONE else batch.status, "answered": len(answers)}
+    )
     return answers
 
 
@@ -228,16 +247,29 @@ def _store(gateway: Gateway, entry: RosterEntry, batch_id: str, text: str, keys:
         usage = body.get("usage") or {}
         tokens_in, tokens_out = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         entry_record = {
-            "model": entry.model, "text": (choice.get("message") or {}).get("content") or "",
-            "finish_reason": choice.get("finish_reason") or "stop", "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "model": entry.model,
+            "text": (choice.get("message") or {}).get("content") or "",
+            "finish_reason": choice.get("finish_reason") or "stop",
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
             "cost_usd": None if price is None else tokens_in * price[0] + tokens_out * price[1],
             "logprobs": choice_logprobs(SimpleNamespace(logprobs=choice.get("logprobs"))),
-            "latency_s": 0.0, "fault": None, "batch_id": batch_id,
+            "latency_s": 0.0,
+            "fault": None,
+            "batch_id": batch_id,
         }
         gateway.cache.put(key, entry_record)
-        gateway.ledger.append({
-            "key": key, "job": gateway.log.job, "roster_name": entry.name, "model": entry.model,
-            "cost_usd": entry_record["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out, "batch": batch_id,
-        })
+        gateway.ledger.append(
+            {
+                "key": key,
+                "job": gateway.log.job,
+                "roster_name": entry.name,
+                "model": entry.model,
+                "cost_usd": entry_record["cost_usd"],
+                "tokens_in": tokens_in,
+                "tokens_out": tokens_out,
+                "batch": batch_id,
+            }
+        )
         stored[key] = entry_record
     return stored

@@ -89,7 +89,9 @@ def transport_exception(kind: str, model: str, provider: str) -> Exception:
     import litellm
 
     message = f"injected {kind} fault (gateway.faults)"
-    cls = {"timeout": litellm.Timeout, "rate_limit": litellm.RateLimitError, "server": litellm.InternalServerError}[kind]
+    cls = {"timeout": litellm.Timeout, "rate_limit": litellm.RateLimitError, "server": litellm.InternalServerError}[
+        kind
+    ]
     return cls(message=message, model=model, llm_provider=provider)
 
 

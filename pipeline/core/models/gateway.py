@@ -13,7 +13,6 @@ processes with a budget (pipeline.core.models.budget), and seeded fault injectio
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
@@ -24,13 +23,26 @@ from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, cast
-from unittest import mock
 
 import polars as pl
 
-from pipeline.core.artifacts.io import atomic_open, content_id
+from pipeline.core.artifacts.io import content_id
 from pipeline.core.artifacts.progress import count_call
 from pipeline.core.models.budget import LEDGER_NAME, SpendLedger, budget_message
+from pipeline.core.models.errors import (
+    TRANSPORT_KINDS,
+    AuthError,
+    BudgetExceeded,
+    GatewayError,
+    ProviderFault,
+    RequestError,
+    TransportError,
+    auth_message,
+    classify_error,
+    give_up_message,
+    key_env_names,
+    request_message,
+)
 from pipeline.core.models.faults import (
     TRANSPORT_FAULTS,
     corrupt_reply,
@@ -52,234 +64,26 @@ from pipeline.core.models.limits import (
     WINDOW_S,
     Admission,
     EffectiveLimits,
+    ProcessGate,
+    ProcessRateLimiter,
     Ticket,
     estimate_tokens,
     shared_limiter,
 )
+from pipeline.core.models.litellm_setup import load_litellm
 from pipeline.core.models.reply_budgets import budget_params, reply_budget
+from pipeline.core.models.response_cache import ResponseCache
 from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
 log = logging.getLogger(__name__)
 
 
-
-def load_litellm() -> Any:
-    """litellm, imported on first use: it takes seconds to import, and a job whose answers all
-    come from the cache (or whose players are all bots) never needs it."""
-    import litellm
-
-    from pipeline.core.models.local import register_local_provider
-
-    litellm.suppress_debug_info = True
-    # Providers that reject a parameter (seed, top_p...) get it dropped instead of failing.
-    litellm.drop_params = True
-    register_local_provider()  # cheap when already registered; tests may reset the provider map
-    return litellm
-
 Message = Mapping[str, str]
+
 
 #: what a provider sent instead of an answer (the request itself was fine): a connection closed
 #: before the whole reply arrived, a body that is no chat completion (cut or invalid JSON, a choice
 #: without a message), a completion with no choice at all. Retried like transport errors; never a move.
-PROVIDER_FAULT_KINDS = ("connection_closed", "malformed_body", "empty_choices")
-#: error kinds written to the calls table; the transport kinds are retried and never become moves
-TRANSPORT_KINDS = ("timeout", "rate_limit", "server", "connection", *PROVIDER_FAULT_KINDS)
-ERROR_KINDS = (*TRANSPORT_KINDS, "auth", "bad_request", "empty")
-
-#: what to do when a request gives up on each kind of error (the end of its TransportError message)
-GIVE_UP_ADVICE = {
-    "timeout": "the provider answered nothing within gateway.timeout_s; raise it for a slow model, or rerun later",
-    "rate_limit": "the provider refused every request for gateway.rate_limit_patience_s; check the account's "
-                  "limits and lower providers.<prefix>.rpm/tpm in params/models.yaml",
-    "server": "the provider is failing (5xx); check its status page, or raise gateway.retries to ride out an outage",
-    "connection": "the provider could not be reached; check the network and the entry's api_base",
-    "connection_closed": "the provider kept closing the connection mid-reply; check the network, a proxy in "
-                         "between, or the provider's status page",
-    "malformed_body": "the provider kept sending bodies that are no chat completion; check the entry's api_base "
-                      "points at an OpenAI-compatible endpoint (not a proxy's error page)",
-    "empty_choices": "the provider kept answering with no choice at all (often a content filter on the prompt); "
-                     "check the provider's filter settings for this model",
-}
-
-
-class GatewayError(RuntimeError):
-    """A model call that cannot succeed; the message names the roster entry."""
-
-
-class AuthError(GatewayError):
-    """Missing or rejected credentials: never retried, stops the run."""
-
-
-class TransportError(GatewayError):
-    """Retries exhausted on timeouts, 429s or 5xx; a rerun resumes from the cache."""
-
-
-class RequestError(GatewayError):
-    """The provider rejected the request itself (bad parameters, context too long)."""
-
-
-class BudgetExceeded(GatewayError):
-    """The run's spend (the ledger shared by all jobs) reached gateway.budget_usd: no new request
-    was started. The job fails; raise the budget and rerun to resume from the cache."""
-
-
-class ProviderFault(Exception):
-    """A provider reply that is no usable answer (`kind`: one of PROVIDER_FAULT_KINDS), raised while
-    turning a response into an answer; classified and retried like a transport error."""
-
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and what it was raised from or during, outermost first (cycles cut)."""
-    links: list[BaseException] = []
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(links) < 32:
-        links.append(current)
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return links
-
-
-#: words of litellm's own messages for a 200 whose body is no chat completion (litellm 1.106:
-#: a non-object JSON or HTML body, `choices` not a list, a choice without a message)
-_MALFORMED_WORDS = ("empty or invalid response from llm endpoint", "invalid response object",
-                    "that is not a list")
-
-
-def _kind_from_chain(exc: BaseException) -> str | None:
-    """The kind behind a litellm exception that its class does not tell (a provider fault, a timeout,
-    a connection never made), or None when the provider answered with an HTTP status (the status
-    decides) or nothing in the chain says.
-
-    litellm 1.106 (openai/ models over httpx on aiohttp) raises InternalServerError with status 500 for
-    all of these, whatever really happened, so the cause chain decides:
-    - a JSON body cut short or empty: json.JSONDecodeError ("Unterminated string...", "Expecting value");
-    - a body that is JSON but no completion: litellm's own messages (_MALFORMED_WORDS);
-    - a connection closed before the whole reply: openai.APIConnectionError ("Connection error.") from
-      httpx.ReadError / RemoteProtocolError (aiohttp: ClientPayloadError, ServerDisconnectedError);
-    - a connection never made (refused, DNS): httpx.ConnectError: the `connection` kind;
-    - a read that waited past the timeout: httpx.TimeoutException / openai.APITimeoutError (litellm
-      raises its Timeout for these itself; the chain catches a wrapper that does not).
-    """
-    import httpx
-    import openai
-
-    links = _chain(exc)
-    # a real HTTP error status from the provider: httpx's or the SDK's own status error in the chain
-    # (litellm's exceptions subclass the SDK's and claim a status of their own, so they do not count)
-    if any(isinstance(link, httpx.HTTPStatusError)
-           or isinstance(link, openai.APIStatusError) and type(link).__module__.split(".")[0] == "openai"
-           for link in links):
-        return None
-    for link in links:
-        if isinstance(link, ProviderFault):
-            return link.kind
-    if any(isinstance(link, (httpx.TimeoutException, openai.APITimeoutError)) for link in links):
-        return "timeout"
-    if any(isinstance(link, (httpx.ConnectError, ConnectionRefusedError)) for link in links):
-        return "connection"
-    if any(isinstance(link, json.JSONDecodeError) for link in links):
-        return "malformed_body"
-    dropped: tuple[type[BaseException], ...] = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError,
-                                                ConnectionResetError, BrokenPipeError)
-    try:
-        import aiohttp
-
-        dropped += (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)
-    except ImportError:  # pragma: no cover - litellm installs it
-        pass
-    if any(isinstance(link, dropped) for link in links):
-        return "connection_closed"
-    text = " ".join(str(link) for link in links).lower()
-    if any(words in text for words in _MALFORMED_WORDS):
-        return "malformed_body"
-    if any(isinstance(link, openai.APIConnectionError) for link in links):
-        return "connection"  # the SDK says the connection failed, and nothing more
-    return None
-
-
-def classify_error(exc: BaseException) -> str:
-    """Map a litellm exception (or a ProviderFault of the gateway's own reading) to an error kind of
-    the calls table."""
-    if isinstance(exc, ProviderFault):
-        return exc.kind
-    litellm = load_litellm()
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        return "auth"
-    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
-        return "timeout"
-    if isinstance(exc, litellm.RateLimitError):
-        return "rate_limit"
-    found = _kind_from_chain(exc)
-    if found is not None:
-        return found
-    if isinstance(
-        exc,
-        (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.BadGatewayError),
-    ):
-        return "server"
-    if isinstance(exc, litellm.APIConnectionError):
-        return "connection"
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        if status in (401, 403):
-            return "auth"
-        if status == 429:
-            return "rate_limit"
-        if status == 408:
-            return "timeout"
-        if status >= 500:
-            return "server"
-    return "bad_request"
-
-
-def key_env_names(model: str) -> list[str]:
-    """The environment variables litellm reads a key from for `model` (e.g. OPENAI_API_KEY)."""
-    # validate_environment lists only missing variables, so ask it with the keys hidden.
-    with mock.patch.dict(os.environ, {}, clear=True):
-        missing = load_litellm().validate_environment(model=model).get("missing_keys", [])
-    names = [k for k in missing if "KEY" in k or "TOKEN" in k]
-    return names or [f"{model.split('/', 1)[0].upper()}_API_KEY"]
-
-
-def auth_message(entry: RosterEntry, variables: Sequence[str], detail: str = "") -> str:
-    names = " or ".join(variables)
-    if not detail:
-        return (
-            f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): "
-            f"set the environment variable {names} (export {variables[0]}=...) and rerun"
-        )
-    return (
-        f"roster entry {entry.name!r} (model {entry.model}) cannot authenticate (auth): the provider "
-        f"rejected the key; check the key in {names} (export {variables[0]}=...) and rerun: answered "
-        f"requests come from the cache. Provider said: {detail}"
-    )
-
-
-def request_message(entry: RosterEntry, detail: str) -> str:
-    """A request the provider rejects itself: retrying it unchanged cannot help."""
-    return (
-        f"roster entry {entry.name!r} (model {entry.model}): request rejected (bad_request): {detail}. "
-        "The provider refuses this request itself, so a rerun would send it again unchanged: check the "
-        "entry's model string, sampling and extra in params/models.yaml (and that the prompt fits the "
-        "model's context), then rerun: answered requests come from the cache."
-    )
-
-
-def give_up_message(entry: RosterEntry, attempt: int, kind: str, detail: str) -> str:
-    """A request that failed on every attempt: which entry, which kind of error, what to do."""
-    advice = GIVE_UP_ADVICE.get(kind, "check the provider")
-    return (
-        f"roster entry {entry.name!r} (model {entry.model}): gave up after {attempt} attempts, last error "
-        f"{kind}: {detail}. What to do: {advice}. Then rerun the same command to resume: answered "
-        "requests come from the cache."
-    )
-
-
 @dataclass(frozen=True)
 class TokenLogprob:
     """One generated token with its log-probability and the top alternatives (natural log)."""
@@ -310,36 +114,6 @@ class Completion:
         """Cut by the token limit before any visible text: a reasoning model whose hidden reasoning
         spent the whole budget."""
         return self.finish_reason == "length" and not self.text.strip()
-
-
-class ResponseCache:
-    """Completed responses on disk, one JSON file per request key.
-
-    Each entry is written to a temp file and renamed into place, so several processes can write at
-    once (the same key always holds an equivalent answer) and a kill mid-write leaves only a stray
-    temp file, never a corrupt entry.
-    """
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        path = self.path(key)
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            log.warning("ignoring unreadable cache entry %s", path)
-            return None
-        return entry if entry.get("key") == key else None
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        with atomic_open(self.path(key), "w") as handle:
-            handle.write(json.dumps({**entry, "key": key}, sort_keys=True, ensure_ascii=False))
 
 
 def request_key(
@@ -398,31 +172,6 @@ def reply_cap(params: Mapping[str, Any]) -> int:
     return int(params.get("max_completion_tokens") or params.get("max_tokens") or 0)
 
 
-class RateLimiter:
-    """Spaces request starts at least 60/rpm seconds apart (per provider, per process)."""
-
-    def __init__(self, rpm: float) -> None:
-        self.interval = 60.0 / rpm if rpm > 0 else 0.0
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self) -> None:
-        if not self.interval:
-            return
-        async with self._lock:
-            now = time.monotonic()
-            delay = self._next - now
-            self._next = max(now, self._next) + self.interval
-        if delay > 0:
-            await asyncio.sleep(delay)
-
-
-@dataclass
-class _ProviderGate:
-    semaphore: asyncio.Semaphore
-    limiter: RateLimiter
-
-
 @dataclass
 class CallLog:
     """Rows of the calls table for one job; bots write here too (cost 0).
@@ -443,8 +192,11 @@ class CallLog:
         try:
             append_attempt(self.journal, self.run, asdict(record))
         except OSError as exc:  # bookkeeping never stops a game; the table at the end still has the row
-            log.warning("calls journal %s not written (%s); this run's attempts reach its calls table only "
-                        "if the job ends", self.journal, exc)
+            log.warning(
+                "calls journal %s not written (%s); this run's attempts reach its calls table only if the job ends",
+                self.journal,
+                exc,
+            )
             self.journal = None
 
     def frame(self) -> pl.DataFrame:
@@ -485,10 +237,27 @@ def _reasoning_tokens(response: Any) -> int | None:
 
 #: request parameters a provider may refuse for some models (reasoning models refuse a temperature
 #: other than 1, top_p, logprobs, stop...): dropped and sent again, never fatal
-DROPPABLE_PARAMS = ("temperature", "top_p", "top_logprobs", "logprobs", "stop", "seed", "reasoning_effort",
-                    "presence_penalty", "frequency_penalty")
-_REFUSAL_WORDS = ("unsupported", "not supported", "does not support", "only the default", "not allowed",
-                  "not available", "isn't supported", "is not permitted")
+DROPPABLE_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_logprobs",
+    "logprobs",
+    "stop",
+    "seed",
+    "reasoning_effort",
+    "presence_penalty",
+    "frequency_penalty",
+)
+_REFUSAL_WORDS = (
+    "unsupported",
+    "not supported",
+    "does not support",
+    "only the default",
+    "not allowed",
+    "not available",
+    "isn't supported",
+    "is not permitted",
+)
 
 
 def refused_params(exc: BaseException, sent: Mapping[str, Any], seed: int | None) -> set[str]:
@@ -552,8 +321,10 @@ def choice_logprobs(choice: Any) -> list[dict[str, Any]] | None:
                 "token": get("token"),
                 "logprob": float(cast(float, get("logprob"))),  # litellm always sets it
                 "top": [
-                    [t["token"] if isinstance(t, dict) else t.token,
-                     float(t["logprob"] if isinstance(t, dict) else t.logprob)]
+                    [
+                        t["token"] if isinstance(t, dict) else t.token,
+                        float(t["logprob"] if isinstance(t, dict) else t.logprob),
+                    ]
                     for t in tops
                 ],
             }
@@ -605,7 +376,7 @@ def read_answer(response: Any) -> tuple[Any, str, str]:
         return choice, content or "", str(finish or "stop")
     except ProviderFault:
         raise
-    except Exception as exc:  # noqa: BLE001 - whatever cannot be read is no answer
+    except Exception as exc:  # whatever cannot be read is no answer
         raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
 
 
@@ -650,21 +421,23 @@ class Gateway:
         self.faults = effective_faults(self.settings.faults)
         ledger = Path(root) / self.settings.ledger if self.settings.ledger else directory / LEDGER_NAME
         self.ledger = SpendLedger(ledger)
-        self._gates: dict[tuple[int, str], _ProviderGate] = {}
+        self._gates: dict[tuple[int, str], ProcessGate] = {}
         # beside the cache, not in it: the cache holds only answers
-        self.limit_store = Path(root) / self.settings.limit_store if self.settings.limit_store else directory.parent / STORE_NAME
+        self.limit_store = (
+            Path(root) / self.settings.limit_store if self.settings.limit_store else directory.parent / STORE_NAME
+        )
         self._checked: set[str] = set()
         self._refused: dict[str, set[str]] = {}  # per roster entry: parameters its provider refused
         # jitter only spreads retries in time; it never touches what is asked or answered
         self._jitter = random.Random(0)
 
     # -- limits -----------------------------------------------------------------
-    def _gate(self, provider: str) -> _ProviderGate:
+    def _gate(self, provider: str) -> ProcessGate:
         loop_key = (id(asyncio.get_running_loop()), provider)
         gate = self._gates.get(loop_key)
         if gate is None:
             limits: ProviderLimits = self.models.limits_for(provider)
-            gate = _ProviderGate(asyncio.Semaphore(limits.max_concurrency), RateLimiter(limits.rpm))
+            gate = ProcessGate(asyncio.Semaphore(limits.max_concurrency), ProcessRateLimiter(limits.rpm))
             self._gates[loop_key] = gate
         return gate
 
@@ -707,8 +480,16 @@ class Gateway:
             raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
         assert entry.model is not None
         key, params = completion_request(
-            entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
-            temperature=temperature, stop=stop, top_logprobs=top_logprobs, kind=kind, benchmark=benchmark,
+            entry,
+            messages,
+            seed=seed,
+            sample_index=sample_index,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            top_logprobs=top_logprobs,
+            kind=kind,
+            benchmark=benchmark,
         )
 
         started = time.monotonic()
@@ -758,8 +539,9 @@ class Gateway:
                     latency = time.monotonic() - started
                     # inside the try: a reply that is no answer is classified and retried, never raw
                     dropped = sorted(set(params) & refused | ({"seed"} & refused if seed is not None else set()))
-                    stored, spent = self._answer_entry(entry, key, response, fault, params, top_logprobs, latency,
-                                                       dropped)
+                    stored, spent = self._answer_entry(
+                        entry, key, response, fault, params, top_logprobs, latency, dropped
+                    )
                 except Exception as exc:  # noqa: BLE001 - classified below
                     latency = time.monotonic() - started
                     kind = classify_error(exc)
@@ -774,8 +556,11 @@ class Gateway:
                         # a parameter this model refuses: dropped, recorded, sent again at once
                         refusals += 1
                         if newly - refused:
-                            log.warning("%s: the provider refused %s; sent again without", entry.name,
-                                        ", ".join(sorted(newly - refused)))
+                            log.warning(
+                                "%s: the provider refused %s; sent again without",
+                                entry.name,
+                                ", ".join(sorted(newly - refused)),
+                            )
                         refused |= newly
                         continue
                     if kind not in TRANSPORT_KINDS:
@@ -803,21 +588,37 @@ class Gateway:
         self._record(entry, completion.request_id, attempt, completion, None if text.strip() else "empty", fault)
         return completion
 
-    def _answer_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
-                      params: dict[str, Any], top_logprobs: Any, latency: float,
-                      dropped: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _answer_entry(
+        self,
+        entry: RosterEntry,
+        key: str,
+        response: Any,
+        fault: str | None,
+        params: dict[str, Any],
+        top_logprobs: Any,
+        latency: float,
+        dropped: Sequence[str] = (),
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """(the answer as the cache keeps it, its spend-ledger line) of a provider's reply; a reply
         that holds no answer, or anything in it that cannot be read, raises ProviderFault."""
         try:
             return self._read_entry(entry, key, response, fault, params, top_logprobs, latency, dropped)
         except ProviderFault:
             raise
-        except Exception as exc:  # noqa: BLE001 - an unreadable reply is no answer: retried, never raw
+        except Exception as exc:  # an unreadable reply is no answer: retried, never raw
             raise ProviderFault("malformed_body", f"unreadable reply: {type(exc).__name__}: {exc}") from exc
 
-    def _read_entry(self, entry: RosterEntry, key: str, response: Any, fault: str | None,
-                    params: dict[str, Any], top_logprobs: Any, latency: float,
-                    dropped: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _read_entry(
+        self,
+        entry: RosterEntry,
+        key: str,
+        response: Any,
+        fault: str | None,
+        params: dict[str, Any],
+        top_logprobs: Any,
+        latency: float,
+        dropped: Sequence[str],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         choice, text, finish_reason = read_answer(response)
         if fault is not None:  # a content fault: this is what the model "said"
             text, finish_reason = corrupt_reply(fault, text, key, reply_cap(params) or None)
@@ -842,8 +643,13 @@ class Gateway:
         if dropped:
             stored["dropped_params"] = list(dropped)
         spent = {
-            "key": key, "job": self.log.job, "roster_name": entry.name, "model": entry.model,
-            "cost_usd": stored["cost_usd"], "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "key": key,
+            "job": self.log.job,
+            "roster_name": entry.name,
+            "model": entry.model,
+            "cost_usd": stored["cost_usd"],
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
             "tokens_reasoning": reasoning,
         }
         return stored, spent
@@ -992,4 +798,3 @@ def retry_after_s(exc: BaseException) -> float | None:
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-

@@ -136,6 +136,9 @@ def unfinished_calls(cache_dir: str | os.PathLike[str]) -> pl.DataFrame:
     from pipeline.core.artifacts.schemas import CallsSchema, calls_frame
 
     fields = tuple(CallRecord.__dataclass_fields__)
-    rows = [{k: line.get(k) for k in fields}
-            for path in sorted(Path(cache_dir, JOURNAL_DIR).rglob("*.jsonl")) for line in read_journal(path)]
+    rows = [
+        {k: line.get(k) for k in fields}
+        for path in sorted(Path(cache_dir, JOURNAL_DIR).rglob("*.jsonl"))
+        for line in read_journal(path)
+    ]
     return CallsSchema.validate(calls_frame(rows))

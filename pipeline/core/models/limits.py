@@ -155,9 +155,7 @@ class LimitStore:
         if limits.rpm:
             if next_start > now:
                 return None, next_start - now
-            count, oldest = db.execute(
-                "SELECT COUNT(*), MIN(t) FROM starts WHERE provider = ?", (provider,)
-            ).fetchone()
+            count, oldest = db.execute("SELECT COUNT(*), MIN(t) FROM starts WHERE provider = ?", (provider,)).fetchone()
             if count >= limits.rpm:
                 return None, max(_POLL_S, oldest + rpm_window - now)
         if limits.tpm:
@@ -197,8 +195,9 @@ class LimitStore:
         """Free the lease; record an answer (`ok`), a 429 (`rate_limit`) or another failure."""
         self._transaction(lambda: self._finish(ticket, limits, outcome, tokens, retry_after_s))
 
-    def _finish(self, ticket: Ticket, limits: EffectiveLimits, outcome: str, tokens: int | None,
-                retry_after_s: float | None) -> None:
+    def _finish(
+        self, ticket: Ticket, limits: EffectiveLimits, outcome: str, tokens: int | None, retry_after_s: float | None
+    ) -> None:
         db = self._db
         now = time.time()
         db.execute("DELETE FROM leases WHERE id = ?", (ticket.lease_id,))
@@ -240,8 +239,13 @@ class LimitStore:
         if row is None:
             return {}
         in_flight = self._db.execute("SELECT COUNT(*) FROM leases WHERE provider = ?", (provider,)).fetchone()[0]
-        return {"concurrency": row[0], "paused_until": row[1], "last_ok": row[2], "rejected": row[3],
-                "in_flight": in_flight}
+        return {
+            "concurrency": row[0],
+            "paused_until": row[1],
+            "last_ok": row[2],
+            "rejected": row[3],
+            "in_flight": in_flight,
+        }
 
     # -- helpers inside a transaction -----------------------------------------------------
     def _provider_row(self, provider: str, limits: EffectiveLimits, now: float) -> tuple[float, float, float]:
@@ -267,8 +271,10 @@ class LimitStore:
             return int(count)
         owners = db.execute("SELECT DISTINCT host, pid FROM leases WHERE provider = ?", (provider,)).fetchall()
         dead = [(host, pid) for host, pid in owners if host == _HOST and not pid_alive(pid)]
-        db.executemany("DELETE FROM leases WHERE provider = ? AND host = ? AND pid = ?",
-                       [(provider, host, pid) for host, pid in dead])
+        db.executemany(
+            "DELETE FROM leases WHERE provider = ? AND host = ? AND pid = ?",
+            [(provider, host, pid) for host, pid in dead],
+        )
         db.execute("DELETE FROM leases WHERE provider = ? AND t < ?", (provider, now - limits.lease_timeout_s))
         return int(db.execute("SELECT COUNT(*) FROM leases WHERE provider = ?", (provider,)).fetchone()[0])
 
@@ -300,8 +306,12 @@ class SharedLimiter:
             yield admission
         finally:
             await self._call(
-                self.store.finish, ticket, limits,
-                outcome=admission.outcome, tokens=admission.tokens, retry_after_s=admission.retry_after_s,
+                self.store.finish,
+                ticket,
+                limits,
+                outcome=admission.outcome,
+                tokens=admission.tokens,
+                retry_after_s=admission.retry_after_s,
             )
 
     async def last_answer(self, provider: str) -> float:
@@ -334,3 +344,32 @@ def shared_limiter(path: str | os.PathLike[str]) -> SharedLimiter:
 def estimate_tokens(text_chars: int, max_tokens: int | None) -> int:
     """Tokens a request may use before it is sent: about 4 characters a token, plus the reply cap."""
     return text_chars // 4 + 1 + int(max_tokens or 0)
+
+
+class ProcessRateLimiter:
+    """Spaces request starts at least 60/rpm seconds apart, within one process: for a provider
+    served inside the process (the embedded local model), which no other process shares. Every
+    other provider goes through the machine-wide `SharedLimiter`."""
+
+    def __init__(self, rpm: float) -> None:
+        self.interval = 60.0 / rpm if rpm > 0 else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class ProcessGate:
+    """A process-local provider's concurrency and request spacing, per event loop."""
+
+    semaphore: asyncio.Semaphore
+    limiter: ProcessRateLimiter

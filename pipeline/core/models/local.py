@@ -303,7 +303,10 @@ class LocalModel:
         self.batcher = Batcher(self.model, self.tokenizer, self._lock, self.device)
 
     def _end_ids(self, prompt_format: PromptFormat) -> set[int]:
-        ends = [self.tokenizer.eos_token_id, *(self.tokenizer.convert_tokens_to_ids(t) for t in prompt_format.end_tokens)]
+        ends = [
+            self.tokenizer.eos_token_id,
+            *(self.tokenizer.convert_tokens_to_ids(t) for t in prompt_format.end_tokens),
+        ]
         return {i for i in ends if isinstance(i, int) and i >= 0 and i != self.tokenizer.unk_token_id}
 
     def reformatted(self, prompt_format: PromptFormat) -> LocalModel:
@@ -343,8 +346,9 @@ class LocalModel:
 
     def submit_chat(self, messages: Messages, *, stop: Sequence[str] = (), **options: Any) -> Future[Generation]:
         """`chat` without waiting: the reply's future (an asyncio caller awaits it, no thread held)."""
-        return self.submit(self.chat_prompt(messages), stop=[*stop, *self.format.stop], lstrip=self.format.lstrip,
-                           **options)
+        return self.submit(
+            self.chat_prompt(messages), stop=[*stop, *self.format.stop], lstrip=self.format.lstrip, **options
+        )
 
     def generate(self, prompt: str, **options: Any) -> Generation:
         """The continuation of `prompt`, waited for (`submit`'s options)."""
@@ -372,10 +376,19 @@ class LocalModel:
                 model=self.name,
                 llm_provider="local",
             )
-        return self.batcher.submit(Request(
-            ids=ids, max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=tuple(stop),
-            top_logprobs=top_logprobs, end_ids=frozenset(self.end_ids), lstrip=lstrip,
-        ))
+        return self.batcher.submit(
+            Request(
+                ids=ids,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                stop=tuple(stop),
+                top_logprobs=top_logprobs,
+                end_ids=frozenset(self.end_ids),
+                lstrip=lstrip,
+            )
+        )
 
     def next_token_logprobs(self, prompt: str, k: int) -> list[tuple[str, float]]:
         """Top-k log-probabilities of the token after `prompt` from one plain forward pass (on the
@@ -445,18 +458,40 @@ def local_model(name: str = DEFAULT_LOCAL_MODEL) -> LocalModel:
 class LocalProvider(litellm.CustomLLM):
     """litellm's view of the local models: OpenAI-shaped responses with usage and logprobs."""
 
-    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                   model_response: litellm.ModelResponse, print_verbose: Callable, encoding: Any,
-                   api_key: Any, logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any,
-                   ) -> litellm.ModelResponse:
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: litellm.ModelResponse,
+        print_verbose: Callable,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> litellm.ModelResponse:
         started = time.monotonic()
         result = _submit(model, messages, optional_params).result()
         return _response(model, result, started)
 
-    async def acompletion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,
-                          model_response: litellm.ModelResponse, print_verbose: Callable, encoding: Any,
-                          api_key: Any, logging_obj: Any, optional_params: dict, *args: Any, **kwargs: Any,
-                          ) -> litellm.ModelResponse:
+    async def acompletion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,
+        model_response: litellm.ModelResponse,
+        print_verbose: Callable,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> litellm.ModelResponse:
         started = time.monotonic()
         # a first load and a long prompt's encoding take a while: off the event loop. The reply is
         # awaited without holding a thread, so every game's request reaches the batcher at once

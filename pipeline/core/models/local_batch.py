@@ -112,8 +112,9 @@ class _StepCache:
     def __init__(self, rows: Sequence[_Row | None]) -> None:
         self.rows = rows
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
-               *args: Any, **kwargs: Any) -> tuple[_LayerRows, _LayerRows]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> tuple[_LayerRows, _LayerRows]:
         for slot, row in enumerate(self.rows):
             if row is None:
                 continue
@@ -131,8 +132,9 @@ class _LayerRows:
     layer: int
 
 
-def _row_attention(module: Any, query: torch.Tensor, key: Any, value: Any, attention_mask: Any,
-                   **kwargs: Any) -> tuple[torch.Tensor, None]:
+def _row_attention(
+    module: Any, query: torch.Tensor, key: Any, value: Any, attention_mask: Any, **kwargs: Any
+) -> tuple[torch.Tensor, None]:
     """sdpa, row by row over each row's own cache, during a decoding step; plain sdpa otherwise."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
@@ -300,7 +302,7 @@ class Batcher:
                         slots[slots.index(None)] = row
                 if any(slots):
                     self._step(slots)
-            except BaseException as exc:  # noqa: BLE001 - a bug here must not leave callers waiting forever
+            except BaseException as exc:  # a bug here must not leave callers waiting forever
                 for request in [*admitted, *(row.request for row in slots if row is not None)]:
                     _fail(request, exc)
                 slots = [None] * self.rows
@@ -358,13 +360,20 @@ class Batcher:
             kept.append(chunk)
         if kept:
             for layer, _ in enumerate(kept[0].keys):
-                cache.update(torch.cat([c.keys[layer] for c in kept], dim=2),
-                             torch.cat([c.values[layer] for c in kept], dim=2), layer)
+                cache.update(
+                    torch.cat([c.keys[layer] for c in kept], dim=2),
+                    torch.cat([c.values[layer] for c in kept], dim=2),
+                    layer,
+                )
         logits: torch.Tensor | None = None
         for index in range(len(kept), len(ends)):
             start, end = ends[index - 1] if index else 0, ends[index]
-            out = self.model(input_ids=torch.tensor([ids[start:end]], device=self.device), use_cache=True,
-                             logits_to_keep=1, **{self._cache_arg: cache})
+            out = self.model(
+                input_ids=torch.tensor([ids[start:end]], device=self.device),
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_arg: cache},
+            )
             logits = out.logits[0, -1]  # the cache grew in place
             if index < len(ends) - 1 or end in chunk_ends(end + 1):  # a whole chunk, not a prompt's tail
                 self._chunks.put(tuple(ids[:end]), cache, end - start)
@@ -387,8 +396,13 @@ class Batcher:
                 config._attn_implementation = ROW_ATTENTION  # only while this step runs
                 self.decoding = True
                 try:
-                    out = self.model(input_ids=tokens.to(self.device), position_ids=positions.to(self.device),
-                                     use_cache=True, logits_to_keep=1, **{self._cache_arg: _StepCache(slots)})
+                    out = self.model(
+                        input_ids=tokens.to(self.device),
+                        position_ids=positions.to(self.device),
+                        use_cache=True,
+                        logits_to_keep=1,
+                        **{self._cache_arg: _StepCache(slots)},
+                    )
                 finally:
                     config._attn_implementation = kept
                     self.decoding = False
@@ -439,9 +453,7 @@ class Batcher:
         import torch
 
         values, indices = torch.topk(log_probs, k)
-        top = tuple(
-            (self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values.tolist(), indices.tolist())
-        )
+        top = tuple((self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values.tolist(), indices.tolist()))
         return self.tokenizer.decode([token]), float(log_probs[token]), top
 
     @staticmethod
@@ -498,8 +510,9 @@ class _ChunkStore:
         if any(keys.shape[2] < length for keys, _ in layers):
             return  # a sliding window shorter than the chunk: the chunk is not all there
         # copies: a slice would keep the whole cache tensor alive
-        chunk = _Chunk(tuple(k[:, :, -length:].clone() for k, _ in layers),
-                       tuple(v[:, :, -length:].clone() for _, v in layers))
+        chunk = _Chunk(
+            tuple(k[:, :, -length:].clone() for k, _ in layers), tuple(v[:, :, -length:].clone() for _, v in layers)
+        )
         self._chunks[prefix] = chunk
         self.used += chunk.bytes
         while self.used > self.budget and self._chunks:

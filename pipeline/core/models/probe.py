@@ -17,15 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.models.gateway import (
-    Completion,
-    Gateway,
-    GatewayError,
-    Message,
-    TokenLogprob,
-    completion_request,
-    reply_cap,
-)
+from pipeline.core.models.errors import GatewayError
+from pipeline.core.models.gateway import Completion, Gateway, Message, TokenLogprob, completion_request, reply_cap
 from pipeline.core.models.roster import ModelsParams
 
 # chars per token of English and code prompts, for a prompt whose tokens were never measured
@@ -57,8 +50,13 @@ class ProbeGateway(Gateway):
     """Counts requests and their cache hits; never calls a provider and never writes the cache."""
 
     def __init__(
-        self, models: ModelsParams, *, root: str = ".", answer_from_cache: bool = True,
-        cache_dir: str | os.PathLike[str] | None = None, job: str = "plan",
+        self,
+        models: ModelsParams,
+        *,
+        root: str = ".",
+        answer_from_cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+        job: str = "plan",
     ) -> None:
         super().__init__(models, job=job, root=root, cache_dir=cache_dir)
         self.answer_from_cache = answer_from_cache
@@ -81,23 +79,44 @@ class ProbeGateway(Gateway):
         if entry.is_bot:
             raise GatewayError(f"roster entry {entry.name!r} is a bot; bots do not call the gateway")
         key, params = completion_request(
-            entry, messages, seed=seed, sample_index=sample_index, max_tokens=max_tokens,
-            temperature=temperature, stop=stop, top_logprobs=top_logprobs, kind=kind, benchmark=benchmark,
+            entry,
+            messages,
+            seed=seed,
+            sample_index=sample_index,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=stop,
+            top_logprobs=top_logprobs,
+            kind=kind,
+            benchmark=benchmark,
         )
         cached = self.cache.get(key) if self.read_cache else None
-        self.requests.append(ProbedRequest(
-            entry.name, key, cached is not None, prompt_tokens(messages), reply_cap(params),
-            tuple(dict(m) for m in messages), tuple(params.items()), seed,
-        ))
+        self.requests.append(
+            ProbedRequest(
+                entry.name,
+                key,
+                cached is not None,
+                prompt_tokens(messages),
+                reply_cap(params),
+                tuple(dict(m) for m in messages),
+                tuple(params.items()),
+                seed,
+            )
+        )
         if cached is not None and self.answer_from_cache:
             lps = cached.get("logprobs")
             return Completion(
-                text=cached.get("text", ""), finish_reason=cached.get("finish_reason") or "stop",
-                tokens_in=cached.get("tokens_in", 0), tokens_out=cached.get("tokens_out", 0),
-                cost_usd=0.0, latency_s=0.0, cache_hit=True, request_id=key[:16],
-                logprobs=None if lps is None else tuple(
-                    TokenLogprob(r["token"], r["logprob"], tuple(map(tuple, r["top"]))) for r in lps
-                ),
+                text=cached.get("text", ""),
+                finish_reason=cached.get("finish_reason") or "stop",
+                tokens_in=cached.get("tokens_in", 0),
+                tokens_out=cached.get("tokens_out", 0),
+                cost_usd=0.0,
+                latency_s=0.0,
+                cache_hit=True,
+                request_id=key[:16],
+                logprobs=None
+                if lps is None
+                else tuple(TokenLogprob(r["token"], r["logprob"], tuple(map(tuple, r["top"]))) for r in lps),
                 answer_latency_s=float(cached.get("latency_s", 0.0)),
             )
         placeholder = (TokenLogprob("", 0.0),) if top_logprobs else None

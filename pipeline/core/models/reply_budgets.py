@@ -156,8 +156,13 @@ def tokens_for_words(words: int) -> int:
     return int(round(words * TOKENS_PER_WORD)) + 1
 
 
-def planned_reply_tokens(entry: RosterEntry, kind: str, game_tokens: int | None, benchmark: str | None = None,
-                         expected_visible: int | None = None) -> int:
+def planned_reply_tokens(
+    entry: RosterEntry,
+    kind: str,
+    game_tokens: int | None,
+    benchmark: str | None = None,
+    expected_visible: int | None = None,
+) -> int:
     """Reply tokens a plan counts for one move: the visible reply the game's rules lead one to
     expect (e.g. from its word limit), never above the move's visible budget, plus the whole
     reasoning allowance (an upper bound: hidden reasoning is billed as output)."""

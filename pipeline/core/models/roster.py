@@ -17,7 +17,6 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
 
 
-
 class Sampling(Strict):
     """How an entry samples, and what its replies may spend (pipeline.core.models.reply_budgets): budgets belong
     to the model, so a game states its rules and this entry decides the caps."""
@@ -25,22 +24,32 @@ class Sampling(Strict):
     temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature in [0, 2]; 0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus mass in (0, 1]")
     max_tokens: int | None = Field(
-        None, ge=1, le=1_000_000,
+        None,
+        ge=1,
+        le=1_000_000,
         description="a positive integer, or null: the most visible reply tokens of any move (null: the game's "
-        "budget, or 4096 where the game sets none); a reasoning model's allowance comes on top")
+        "budget, or 4096 where the game sets none); a reasoning model's allowance comes on top",
+    )
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
-        None, description="a reasoning model's effort (litellm's reasoning_effort); unset: the provider's default")
+        None, description="a reasoning model's effort (litellm's reasoning_effort); unset: the provider's default"
+    )
     reasoning: bool | None = Field(
-        None, description="true or false: whether this is a reasoning model (null: from reasoning_effort, "
-        "reasoning_tokens or litellm's model map)")
+        None,
+        description="true or false: whether this is a reasoning model (null: from reasoning_effort, "
+        "reasoning_tokens or litellm's model map)",
+    )
     reasoning_tokens: int | None = Field(
-        None, ge=1, le=1_000_000,
+        None,
+        ge=1,
+        le=1_000_000,
         description="a positive integer: hidden reasoning tokens allowed on top of every visible budget "
-        "(null: by effort, minimal 2048, low 4096, medium 8192, high 16384)")
+        "(null: by effort, minimal 2048, low 4096, medium 8192, high 16384)",
+    )
     move_max_tokens: dict[str, int] = Field(
         default_factory=dict,
         description="visible reply tokens per kind of move, keyed `<benchmark>.<kind>` (e.g. elimination.vote: 10) "
-        "or `<kind>` for every benchmark; replaces the game's budget for that move")
+        "or `<kind>` for every benchmark; replaces the game's budget for that move",
+    )
 
     @field_validator("move_max_tokens")
     @classmethod
@@ -55,19 +64,29 @@ class Sampling(Strict):
         that are set, with only the per-move budgets that apply there (`<benchmark>.<kind>` or
         `<kind>`), so another benchmark's budgets change none of its games."""
         found = self.model_dump(mode="json", exclude_none=True)
-        found["move_max_tokens"] = {key: tokens for key, tokens in sorted(self.move_max_tokens.items())
-                                    if "." not in key or key.startswith(f"{benchmark}.")}
+        found["move_max_tokens"] = {
+            key: tokens
+            for key, tokens in sorted(self.move_max_tokens.items())
+            if "." not in key or key.startswith(f"{benchmark}.")
+        }
         return found
 
 
 class RosterEntry(Strict):
     name: str = Field(description="a unique name (letters, digits, . _ -), used in every table and path")
-    model: str | None = Field(None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/smollm2-135m")
+    model: str | None = Field(
+        None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/smollm2-135m"
+    )
     bot: str | None = Field(None, description="a scripted bot, e.g. `random`")
     bot_options: dict[str, Any] = Field(default_factory=dict, description="options of the bot, e.g. {accuracy: 0.7}")
     sampling: Sampling = Field(default_factory=Sampling, description="temperature, top_p, max_tokens")
-    api_key_env: str | None = Field(None, description="name of the environment variable holding this entry's key (default: the provider's usual one)")
-    extra: dict[str, Any] = Field(default_factory=dict, description="extra litellm arguments such as api_base; never secrets")
+    api_key_env: str | None = Field(
+        None,
+        description="name of the environment variable holding this entry's key (default: the provider's usual one)",
+    )
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="extra litellm arguments such as api_base; never secrets"
+    )
 
     @field_validator("name")
     @classmethod
@@ -80,9 +99,7 @@ class RosterEntry(Strict):
     @classmethod
     def _model_ok(cls, value: str | None) -> str | None:
         if value is not None and "/" not in value:
-            raise ValueError(
-                f"model {value!r} needs a provider prefix, e.g. openai/{value} or anthropic/{value}"
-            )
+            raise ValueError(f"model {value!r} needs a provider prefix, e.g. openai/{value} or anthropic/{value}")
         return value
 
     @field_validator("extra")
@@ -122,11 +139,16 @@ class ProviderLimits(Strict):
     """A provider's limits. They hold across every job process on the machine (a shared store,
     pipeline.core.models.limits), except for `local`, whose model lives in each process."""
 
-    max_concurrency: int = Field(4, ge=1, description="a positive integer: requests in flight at once, over all jobs on the machine")
+    max_concurrency: int = Field(
+        4, ge=1, description="a positive integer: requests in flight at once, over all jobs on the machine"
+    )
     rpm: float = Field(0, ge=0, description="requests per minute over all jobs on the machine; 0 means unlimited")
-    tpm: float = Field(0, ge=0, description="tokens (prompt + reply) per minute over all jobs on the machine; 0 means unlimited")
+    tpm: float = Field(
+        0, ge=0, description="tokens (prompt + reply) per minute over all jobs on the machine; 0 means unlimited"
+    )
     adaptive: bool = Field(
-        True, description="true or false: halve the requests in flight on a burst of 429s and grow back by one per window of answers"
+        True,
+        description="true or false: halve the requests in flight on a burst of 429s and grow back by one per window of answers",
     )
 
 
@@ -146,10 +168,16 @@ class BatchSettings(Strict):
         86400.0, gt=0, description="seconds a job waits for its batch; then it stops and a rerun polls the same batch"
     )
     max_passes: int = Field(
-        6, ge=1, le=100, description="batches per job at most (jobs whose later requests depend on earlier answers need several)"
+        6,
+        ge=1,
+        le=100,
+        description="batches per job at most (jobs whose later requests depend on earlier answers need several)",
     )
     discount: float = Field(
-        0.5, gt=0, le=1, description="batch price as a fraction of the direct price, where the price map has no batch price"
+        0.5,
+        gt=0,
+        le=1,
+        description="batch price as a fraction of the direct price, where the price map has no batch price",
     )
 
 
@@ -159,13 +187,22 @@ class GatewaySettings(Strict):
     # request, i.e. one lost request in ~1.8 million; 5 retries gave 0.27**6 = 3.9e-4, a failed game
     # about every 2,600 requests. The extra retries cost time only when they happen (backoff capped
     # at backoff_max_s), never a cache key.
-    retries: int = Field(10, ge=0, le=50, description="how many times a timeout, 5xx, dropped connection or malformed reply is retried (429s follow rate_limit_patience_s)")
+    retries: int = Field(
+        10,
+        ge=0,
+        le=50,
+        description="how many times a timeout, 5xx, dropped connection or malformed reply is retried (429s follow rate_limit_patience_s)",
+    )
     backoff_base_s: float = Field(1.0, ge=0, description="first retry delay in seconds; doubles each retry")
     backoff_max_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
     timeout_s: float = Field(120.0, gt=0, description="seconds before a request counts as timed out")
-    cache_dir: str = Field(".cache/responses", description="directory of the response cache (relative to the project root)")
+    cache_dir: str = Field(
+        ".cache/responses", description="directory of the response cache (relative to the project root)"
+    )
     budget_usd: float | None = Field(
-        None, ge=0, description="a number of USD, or null for no limit: the most the run may spend; no new request starts once the spend ledger reaches it"
+        None,
+        ge=0,
+        description="a number of USD, or null for no limit: the most the run may spend; no new request starts once the spend ledger reaches it",
     )
     ledger: str | None = Field(
         None, description="path of the spend ledger shared by all jobs (default: spend-ledger.jsonl inside cache_dir)"
@@ -179,13 +216,18 @@ class GatewaySettings(Strict):
         description="the provider batch API for jobs where nothing waits: enabled, poll_s, max_wait_s, max_passes, discount",
     )
     rate_limit_patience_s: float = Field(
-        600.0, gt=0, description="seconds: a 429 is retried (after Retry-After or backoff) until the provider has answered no request for this long"
+        600.0,
+        gt=0,
+        description="seconds: a 429 is retried (after Retry-After or backoff) until the provider has answered no request for this long",
     )
     limit_store: str | None = Field(
-        None, description="path of the SQLite file holding the provider limits shared by all jobs of the machine (default: provider-limits.sqlite beside cache_dir); keep it on a local disk"
+        None,
+        description="path of the SQLite file holding the provider limits shared by all jobs of the machine (default: provider-limits.sqlite beside cache_dir); keep it on a local disk",
     )
     limit_share: int = Field(
-        1, ge=1, description="a positive integer: how many machines share the providers' limits at once (a cluster: the `api_jobs` resource of the profile); each enforces 1/limit_share of every limit"
+        1,
+        ge=1,
+        description="a positive integer: how many machines share the providers' limits at once (a cluster: the `api_jobs` resource of the profile); each enforces 1/limit_share of every limit",
     )
     faults: FaultSettings = Field(
         default_factory=FaultSettings,
@@ -199,15 +241,24 @@ DEFAULT_CHECK_PROMPT = "Reply with the single word: blue"
 class CheckSettings(Strict):
     prompt: str = Field(DEFAULT_CHECK_PROMPT, description="the instruction the roster stage sends every entry")
     expect: str | None = Field(
-        "blue", description="the word a reply that follows `prompt` is (case, quotes and end punctuation aside); an entry whose reply is anything else is marked `warn`; null: any reply passes (the default for a prompt of one's own)"
+        "blue",
+        description="the word a reply that follows `prompt` is (case, quotes and end punctuation aside); an entry whose reply is anything else is marked `warn`; null: any reply passes (the default for a prompt of one's own)",
     )
-    max_tokens: int = Field(8, ge=1, description="visible reply cap of the roster check (a reasoning model gets its reasoning allowance on top)")
+    max_tokens: int = Field(
+        8,
+        ge=1,
+        description="visible reply cap of the roster check (a reasoning model gets its reasoning allowance on top)",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _own_prompt_expects_nothing(cls, data: Any) -> Any:
         # a prompt of one's own without `expect`: there is no word to compare its replies with
-        if isinstance(data, dict) and data.get("prompt", DEFAULT_CHECK_PROMPT) != DEFAULT_CHECK_PROMPT and "expect" not in data:
+        if (
+            isinstance(data, dict)
+            and data.get("prompt", DEFAULT_CHECK_PROMPT) != DEFAULT_CHECK_PROMPT
+            and "expect" not in data
+        ):
             return {**data, "expect": None}
         return data
 
@@ -216,19 +267,27 @@ class ParallelSettings(Strict):
     """How much runs at once: the one place to set it (dvc.yaml and the rules read it from here)."""
 
     jobs: int | None = Field(
-        None, ge=1, description="a positive integer, or null for the machine's CPU count: Snakemake jobs at once under `python -m pipeline run`"
+        None,
+        ge=1,
+        description="a positive integer, or null for the machine's CPU count: Snakemake jobs at once under `python -m pipeline run`",
     )
     games_per_job: int = Field(
-        64, ge=0, le=10000, description="an integer >= 0: API games one job plays concurrently on one event loop (0: no shards, every game its own job and Snakemake output; games with the embedded model always keep one job per game)"
+        64,
+        ge=0,
+        le=10000,
+        description="an integer >= 0: API games one job plays concurrently on one event loop (0: no shards, every game its own job and Snakemake output; games with the embedded model always keep one job per game)",
     )
 
 
 class ModelsParams(Strict):
     roster: list[RosterEntry] = Field(min_length=1, description="a list of roster entries (name + model or bot)")
     providers: dict[str, ProviderLimits] = Field(
-        default_factory=dict, description="per provider prefix (openai, local, ...) or `default`: max_concurrency and rpm"
+        default_factory=dict,
+        description="per provider prefix (openai, local, ...) or `default`: max_concurrency and rpm",
     )
-    gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="retries, backoff, timeout, cache_dir")
+    gateway: GatewaySettings = Field(
+        default_factory=GatewaySettings, description="retries, backoff, timeout, cache_dir"
+    )
     check: CheckSettings = Field(default_factory=CheckSettings, description="the roster stage's question")
     parallel: ParallelSettings = Field(
         default_factory=ParallelSettings, description="jobs at once and API games per job"

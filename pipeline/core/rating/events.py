@@ -47,9 +47,7 @@ class RatingParams:
         if self.tau < 0:
             raise ValueError(f"RatingParams.tau must be >= 0, got {self.tau!r}")
         if not 0.0 <= self.draw_probability < 1.0:
-            raise ValueError(
-                f"RatingParams.draw_probability must be in [0, 1), got {self.draw_probability!r}"
-            )
+            raise ValueError(f"RatingParams.draw_probability must be in [0, 1), got {self.draw_probability!r}")
 
     def env(self) -> trueskill.TrueSkill:
         """A fresh trueskill environment with these settings (default backend)."""
@@ -67,9 +65,7 @@ class RatingParams:
         known = {f.name for f in dataclasses.fields(cls)}
         for key in d:
             if key not in known:
-                raise ValueError(
-                    f"unknown rating parameter {key!r}; expected some of {sorted(known)}"
-                )
+                raise ValueError(f"unknown rating parameter {key!r}; expected some of {sorted(known)}")
         return cls(**{key: d[key] for key in d})
 
 

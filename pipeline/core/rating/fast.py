@@ -150,9 +150,16 @@ def rate_rows(
         mu = np.ascontiguousarray(mu)
         sigma = np.ascontiguousarray(sigma)
         ok = rate_rows_compiled(
-            np.ascontiguousarray(table.size), np.ascontiguousarray(table.players),
-            np.ascontiguousarray(table.ties), np.ascontiguousarray(sequences), mu, sigma,
-            params.tau**2, params.beta**2, _draw_margin(params), threads,
+            np.ascontiguousarray(table.size),
+            np.ascontiguousarray(table.players),
+            np.ascontiguousarray(table.ties),
+            np.ascontiguousarray(sequences),
+            mu,
+            sigma,
+            params.tau**2,
+            params.beta**2,
+            _draw_margin(params),
+            threads,
         )
         if not ok:
             raise _floating_point_error()
@@ -167,9 +174,7 @@ def rate_rows(
             if (sizes == first).all():
                 groups = [(all_rows, ev, int(first))]
             else:
-                groups = [
-                    (all_rows[sizes == n], ev[sizes == n], int(n)) for n in np.unique(sizes)
-                ]
+                groups = [(all_rows[sizes == n], ev[sizes == n], int(n)) for n in np.unique(sizes)]
             for group_rows, group_events, n in groups:
                 who = table.players[group_events, :n]
                 at = (group_rows[:, None], who)
@@ -194,9 +199,22 @@ def _normal_cdf(x: np.ndarray) -> np.ndarray:
 
 def _erfc_exponent(t: np.ndarray, shift: float = 0.0) -> np.ndarray:
     """The polynomial in trueskill's erfc, ``-1.26551223 + t * (1.00002368 + ...)``, plus `shift`."""
-    return (-1.26551223 + shift) + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
+    return (-1.26551223 + shift) + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                )
+            )
+        )
+    )
 
 
 def _normal_pdf(x: np.ndarray) -> np.ndarray:
@@ -224,9 +242,7 @@ class _Update:
         self.beta2 = params.beta**2
         self.draw_margin = _draw_margin(params)
 
-    def __call__(
-        self, mu: np.ndarray, sigma: np.ndarray, ties: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, mu: np.ndarray, sigma: np.ndarray, ties: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         rows, n = mu.shape
         # Prior with dynamics, then the performance likelihood (beta), then the team sum
         # (one player per team, weight 1) gives each team's message from its player.
@@ -318,9 +334,7 @@ class _Update:
 
     _STATE = ("left_pi", "left_tau", "right_pi", "right_tau", "trunc_mean", "trunc_var")
 
-    def _merge(
-        self, saved: dict[str, list[np.ndarray]] | None, done: np.ndarray
-    ) -> dict[str, list[np.ndarray]]:
+    def _merge(self, saved: dict[str, list[np.ndarray]] | None, done: np.ndarray) -> dict[str, list[np.ndarray]]:
         current = {name: getattr(self, name) for name in self._STATE}
         if saved is None:
             return {name: [c.copy() for c in cols] for name, cols in current.items()}

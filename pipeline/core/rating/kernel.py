@@ -112,9 +112,22 @@ def _nan_max(a: float, b: float) -> float:
 
 @_jit(_F8(_F8, _F8))
 def _erfc_poly(t: float, c0: float) -> float:
-    return c0 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
+    return c0 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                )
+            )
+        )
+    )
 
 
 @_jit(_F8(_F8))
@@ -161,8 +174,9 @@ def _down(k: int, c: int, work: np.ndarray) -> None:
 
 
 @_jit(numba.void(_I8, _I8, _B1_1, _F8, _F8_3, _F8_3, _B1_1))
-def _truncate(k: int, c: int, tie: np.ndarray, margin: float, work: np.ndarray, trunc: np.ndarray,
-              bad: np.ndarray) -> None:
+def _truncate(
+    k: int, c: int, tie: np.ndarray, margin: float, work: np.ndarray, trunc: np.ndarray, bad: np.ndarray
+) -> None:
     """Truncation k of lanes 0..c-1 into ``trunc[:, k]`` = (mean, var, pi, tau), the sweep's
     largest changes into ``work[_CHANGE]`` = (tau, pi); `bad` where trueskill would raise."""
     cav = work[_CAV]
@@ -246,8 +260,9 @@ def _left(k: int, c: int, work: np.ndarray, trunc: np.ndarray) -> None:
 
 
 @_jit(numba.void(_I8, _I8, _I8, _F8_3, _F8_3, _I8_1, _I8_1))
-def _swap_lanes(i: int, j: int, n: int, work: np.ndarray, trunc: np.ndarray, rows: np.ndarray,
-                events: np.ndarray) -> None:
+def _swap_lanes(
+    i: int, j: int, n: int, work: np.ndarray, trunc: np.ndarray, rows: np.ndarray, events: np.ndarray
+) -> None:
     """Exchange lanes i and j: their state, row and event."""
     for q in range(_STATE):
         for k in range(n):
@@ -260,9 +275,22 @@ def _swap_lanes(i: int, j: int, n: int, work: np.ndarray, trunc: np.ndarray, row
 
 
 @_jit(numba.boolean(_I8, _I8_1, _I8_1, _I8, _I8_2, _B1_2, _F8_2, _F8_2, _F8, _F8, _F8, _F8_3, _F8_3, _B1_2))
-def _rate_group(c: int, rows: np.ndarray, events: np.ndarray, n: int, players: np.ndarray,
-                ties: np.ndarray, mu: np.ndarray, sigma: np.ndarray, tau2: float, beta2: float,
-                margin: float, work: np.ndarray, trunc: np.ndarray, flags: np.ndarray) -> bool:
+def _rate_group(
+    c: int,
+    rows: np.ndarray,
+    events: np.ndarray,
+    n: int,
+    players: np.ndarray,
+    ties: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    tau2: float,
+    beta2: float,
+    margin: float,
+    work: np.ndarray,
+    trunc: np.ndarray,
+    flags: np.ndarray,
+) -> bool:
     """One game of `n` players in each of lanes 0..c-1 (row rows[j] plays event events[j]),
     in lockstep; False where trueskill would raise. `work` and `trunc` are scratch arrays,
     `flags` = (bad, tie) per lane; `rows` and `events` come back reordered.
@@ -358,9 +386,20 @@ def _rate_group(c: int, rows: np.ndarray, events: np.ndarray, n: int, players: n
 
 
 @_jit(numba.void(_I8_1, _I8_2, _B1_2, _I8_2, _F8_2, _F8_2, _I8, _I8, _F8, _F8, _F8, _B1_1))
-def _rate_rows_kernel(sizes: np.ndarray, players: np.ndarray, ties: np.ndarray, sequences: np.ndarray,
-                      mu: np.ndarray, sigma: np.ndarray, row_lo: int, row_hi: int, tau2: float,
-                      beta2: float, margin: float, failed: np.ndarray) -> None:
+def _rate_rows_kernel(
+    sizes: np.ndarray,
+    players: np.ndarray,
+    ties: np.ndarray,
+    sequences: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    row_lo: int,
+    row_hi: int,
+    tau2: float,
+    beta2: float,
+    margin: float,
+    failed: np.ndarray,
+) -> None:
     """Rate rows row_lo..row_hi-1 in place, `_LANES` rows at a time; on an update trueskill
     cannot compute, set failed[row] and stop (the caller raises)."""
     width = players.shape[1]
@@ -394,16 +433,26 @@ def _rate_rows_kernel(sizes: np.ndarray, players: np.ndarray, ties: np.ndarray, 
                         group_events[c] = events[j]
                         done[j] = True
                         c += 1
-                if not _rate_group(c, group_rows, group_events, n, players, ties, mu, sigma,
-                                   tau2, beta2, margin, work, trunc, flags):
+                if not _rate_group(
+                    c, group_rows, group_events, n, players, ties, mu, sigma, tau2, beta2, margin, work, trunc, flags
+                ):
                     for j in range(count):
                         failed[rows[j]] = True
                     return
 
 
-def rate_rows_compiled(sizes: np.ndarray, players: np.ndarray, ties: np.ndarray, sequences: np.ndarray,
-                       mu: np.ndarray, sigma: np.ndarray, tau2: float, beta2: float, margin: float,
-                       threads: int | None = None) -> bool:
+def rate_rows_compiled(
+    sizes: np.ndarray,
+    players: np.ndarray,
+    ties: np.ndarray,
+    sequences: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    tau2: float,
+    beta2: float,
+    margin: float,
+    threads: int | None = None,
+) -> bool:
     """Rate every row of `sequences` in place in `mu`/`sigma` (``[rows, players]``, C order);
     False when some row hit an update trueskill cannot compute. Rows are split into one
     contiguous block per thread; `threads` None: the cores this process may use, or one for
@@ -421,8 +470,11 @@ def rate_rows_compiled(sizes: np.ndarray, players: np.ndarray, ties: np.ndarray,
     # Each thread writes only its own rows (and their `failed` entries): no shared sums.
     bounds = np.linspace(0, rows, threads + 1).astype(np.int64)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        jobs = [pool.submit(_rate_rows_kernel, *args, int(lo), int(hi), tau2, beta2, margin, failed)
-                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
+        jobs = [
+            pool.submit(_rate_rows_kernel, *args, int(lo), int(hi), tau2, beta2, margin, failed)
+            for lo, hi in zip(bounds[:-1], bounds[1:])
+            if hi > lo
+        ]
         for job in jobs:
             job.result()
     return not failed.any()

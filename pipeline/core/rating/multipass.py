@@ -126,7 +126,7 @@ def unsettled_reason(
 
 
 def resamples_text(resamples: int | None) -> str:
-    """"20 resamples", "no bootstrap" (0) or "resamples unknown" (None)."""
+    """ "20 resamples", "no bootstrap" (0) or "resamples unknown" (None)."""
     if resamples is None:
         return "resamples unknown"
     return "no bootstrap" if resamples == 0 else f"{resamples} resamples"
@@ -149,9 +149,7 @@ def settled_rank_interval(rank: int, lo: int, hi: int, field_size: int, settled:
 _PAIRWISE_RANKS: dict[str, list[int]] = {"a": [0, 1], "b": [1, 0], "draw": [0, 0]}
 
 
-def apply_event(
-    env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], event: RatingEvent
-) -> None:
+def apply_event(env: trueskill.TrueSkill, ratings: dict[str, trueskill.Rating], event: RatingEvent) -> None:
     """Update `ratings` in place with one game; unseen players start at the env's prior.
 
     FreeForAll: one ``env.rate`` call with one single-player team per player, players in
@@ -169,8 +167,9 @@ def apply_event(
             "use draw_probability > 0 (e.g. the default 0.10) when games can tie"
         )
     if isinstance(event, TeamMatch):
-        groups = [tuple(ratings[p] if p in ratings else env.create_rating() for p in team)
-                  for team in (event.a, event.b)]
+        groups = [
+            tuple(ratings[p] if p in ratings else env.create_rating() for p in team) for team in (event.a, event.b)
+        ]
         updated = env.rate(groups, ranks=_PAIRWISE_RANKS[event.outcome])
         for team, new_team in zip((event.a, event.b), updated):
             for player, rating in zip(team, new_team):
@@ -190,9 +189,7 @@ def apply_event(
         ratings[player] = rating
 
 
-def rate_sequence(
-    events: Iterable[RatingEvent], params: RatingParams
-) -> dict[str, trueskill.Rating]:
+def rate_sequence(events: Iterable[RatingEvent], params: RatingParams) -> dict[str, trueskill.Rating]:
     """One pass over `events` in the given order, from fresh priors."""
     env = params.env()
     ratings: dict[str, trueskill.Rating] = {}
@@ -357,9 +354,7 @@ def _rate_plan(
     step = 1 if method == "reference" else _ROWS_PER_BATCH
     for start in range(0, plan.total, step):
         stop = min(start + step, plan.total)
-        mus[start:stop], sigmas[start:stop] = _final_ratings(
-            events, players, plan.rows(start, stop), params, method
-        )
+        mus[start:stop], sigmas[start:stop] = _final_ratings(events, players, plan.rows(start, stop), params, method)
     return mus, sigmas
 
 
@@ -585,9 +580,7 @@ def rating_summary(
     if bootstrap_passes is None:
         bootstrap_passes = passes
     if passes < 1 or bootstrap_passes < 1:
-        raise ValueError(
-            f"passes and bootstrap_passes must be >= 1, got {passes} and {bootstrap_passes}"
-        )
+        raise ValueError(f"passes and bootstrap_passes must be >= 1, got {passes} and {bootstrap_passes}")
     events = list(events)
     names = sorted(event_counts(events))
     # The multi-pass rows and the bootstrap rows in one plan: the fast method rates them

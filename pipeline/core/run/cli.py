@@ -5,13 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _load(args: argparse.Namespace):  # -> Judge, imported lazily (torch is slow to import)
     from pipeline.core.judge.scoring import load_judge
 
-    return load_judge(args.judge, device=args.device, dtype=args.dtype, cache_dir=args.cache_dir,
-                      scoring=args.scoring, clip_logprobs=args.clip_logprobs)
+    return load_judge(
+        args.judge,
+        device=args.device,
+        dtype=args.dtype,
+        cache_dir=args.cache_dir,
+        scoring=args.scoring,
+        clip_logprobs=args.clip_logprobs,
+    )
 
 
 def _cmd_judge_score(args: argparse.Namespace) -> int:
@@ -55,26 +62,34 @@ def _cmd_judge_story(args: argparse.Namespace) -> int:
 
 
 def _judge_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--judge", default=None,
-                        help="registered judge name or Hugging Face model directory (default: gemma-3-270m)")
+    parser.add_argument(
+        "--judge", default=None, help="registered judge name or Hugging Face model directory (default: gemma-3-270m)"
+    )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bfloat16 on cuda, float32 on cpu)")
-    parser.add_argument("--scoring", default="reference", choices=["reference", "include_first_token", "bos_once"],
-                        help="which tokens are scored (default: the reference implementation's; see docs/xent.md)")
-    parser.add_argument("--clip-logprobs", action="store_true",
-                        help="cap each token at log2(vocabulary size) bits (the reference's clip_logprobs)")
+    parser.add_argument(
+        "--scoring",
+        default="reference",
+        choices=["reference", "include_first_token", "bos_once"],
+        help="which tokens are scored (default: the reference implementation's; see docs/xent.md)",
+    )
+    parser.add_argument(
+        "--clip-logprobs",
+        action="store_true",
+        help="cap each token at log2(vocabulary size) bits (the reference's clip_logprobs)",
+    )
     parser.add_argument("--cache-dir", default=None, help="keep scores on disk here (default: memory only)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _params_flag(words: list[str]) -> tuple[str | None, list[str]]:
-    """`--params DIR` / `--params=DIR` anywhere on the line is ours (Snakemake has no such flag)."""
+def _own_flag(words: list[str], name: str) -> tuple[str | None, list[str]]:
+    """`NAME DIR` / `NAME=DIR` anywhere on the line is ours (Snakemake has no such flag)."""
     found, rest, i = None, [], 0
     while i < len(words):
-        if words[i] == "--params" and i + 1 < len(words):
+        if words[i] == name and i + 1 < len(words):
             found, i = words[i + 1], i + 2
             continue
-        if words[i].startswith("--params="):
+        if words[i].startswith(f"{name}="):
             found = words[i].split("=", 1)[1]
         else:
             rest.append(words[i])
@@ -82,34 +97,66 @@ def _params_flag(words: list[str]) -> tuple[str | None, list[str]]:
     return found, rest
 
 
+def _params_flag(words: list[str]) -> tuple[str | None, list[str]]:
+    """`--params DIR` / `--params=DIR` anywhere on the line is ours (Snakemake has no such flag)."""
+    return _own_flag(words, "--params")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.core.run.launch import RunRefused, run_snakemake
+    from pipeline.core.run.launch import NoWorkflow, RunRefused, here_without_snakefile, run_snakemake
 
     late, targets = _params_flag(list(args.targets))
     later, extra = _params_flag(list(args.snakemake_args))
+    there, targets = _own_flag(targets, "--workdir")
+    elsewhere, extra = _own_flag(extra, "--workdir")
+    workdir = args.workdir or there or elsewhere or here_without_snakefile()
+    if workdir is not None and not Path(workdir).is_dir():
+        print(
+            f"error: work directory {workdir} does not exist; create it with a params/ folder "
+            "(a copy of the project's params/*.yaml), or name an existing one",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        return run_snakemake(targets, extra, params=args.params or late or later)
-    except RunRefused as exc:
+        return run_snakemake(targets, extra, params=args.params or late or later, workdir=workdir)
+    except (RunRefused, NoWorkflow) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
-        "run", help="run Snakemake targets with the project's flags; resumes after a crash without --unlock")
+        "run", help="run Snakemake targets with the project's flags; resumes after a crash without --unlock"
+    )
     run.add_argument("targets", nargs="*", help="Snakemake targets, e.g. whoisspy_all (default: all)")
-    run.add_argument("--params", metavar="DIR", default=None,
-                     help="read every params file from DIR instead of params/ (e.g. params/paper); "
-                     "default: $PIPELINE_PARAMS, else params. Snakemake gets --config params=DIR")
-    run.add_argument("snakemake_args", nargs=argparse.REMAINDER,
-                     help="after --: more Snakemake arguments (e.g. -- --profile profiles/slurm)")
+    run.add_argument(
+        "--params",
+        metavar="DIR",
+        default=None,
+        help="read every params file from DIR instead of params/ (e.g. params/paper); "
+        "default: $PIPELINE_PARAMS, else params. Snakemake gets --config params=DIR",
+    )
+    run.add_argument(
+        "--workdir",
+        metavar="DIR",
+        default=None,
+        help="run this project's Snakefile with DIR as the working directory, nothing copied: "
+        "results/, .snakemake/ and the default params/ are DIR's; --params is relative to DIR "
+        "(docs/paper-scale.md)",
+    )
+    run.add_argument(
+        "snakemake_args",
+        nargs=argparse.REMAINDER,
+        help="after --: more Snakemake arguments (e.g. -- --profile profiles/slurm)",
+    )
     run.set_defaults(func=_cmd_run)
 
     judge = commands.add_parser("judge", help="cross-entropy judge: score texts, sample stories")
     judge_commands = judge.add_subparsers(dest="judge_command", metavar="SUBCOMMAND", required=True)
 
     score = judge_commands.add_parser(
-        "score", help="per-token cross-entropy (bits) of TEXT after PREFIX; the first token of TEXT is not scored")
+        "score", help="per-token cross-entropy (bits) of TEXT after PREFIX; the first token of TEXT is not scored"
+    )
     score.add_argument("--text", required=True)
     score.add_argument("--prefix", default="")
     _judge_options(score)

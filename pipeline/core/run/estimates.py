@@ -74,17 +74,21 @@ def calls_per_seat(context: PlanContext, bench: str, kind: str) -> dict[str, flo
         frames = []
         for path in sorted(context.path(f"results/{bench}").rglob("*calls.parquet")):
             try:
-                frames.append(pl.read_parquet(path, columns=["job", "roster_name", "request_id", "error_kind",
-                                                             "attempt"]))
-            except Exception:  # noqa: BLE001,S112 - a torn file only loses its history
+                frames.append(
+                    pl.read_parquet(path, columns=["job", "roster_name", "request_id", "error_kind", "attempt"])
+                )
+            except Exception:  # noqa: BLE001 - a torn file only loses its history
                 continue
         if not frames:
             return {}
         # one row per answered request, whatever its attempts (a retried or re-sent request is one
         # request), and once: a benchmark's combined calls table repeats its jobs' rows
         answered = pl.col("error_kind").is_null() | (pl.col("error_kind") == "empty")
-        calls = pl.concat(frames).filter(answered & pl.col("job").str.starts_with(kind)).unique(
-            ["job", "roster_name", "request_id"])
+        calls = (
+            pl.concat(frames)
+            .filter(answered & pl.col("job").str.starts_with(kind))
+            .unique(["job", "roster_name", "request_id"])
+        )
         per_game = calls.group_by(["job", "roster_name"]).len()
         means = per_game.group_by("roster_name").agg(pl.col("len").mean())
         return {r["roster_name"]: float(r["len"]) for r in means.iter_rows(named=True)}
@@ -124,8 +128,12 @@ def seat_work(entry: RosterEntry, moves: Sequence[PlannedMove], benchmark: str) 
     """What `entry` spends on `moves`: their calls, their prompts, and replies as the entry sends
     them (`planned_reply_tokens`: the expected visible reply within its visible budget, plus a
     reasoning model's whole allowance)."""
-    replies = {(m.kind, m.game_tokens, m.expected_visible): planned_reply_tokens(
-        entry, m.kind, m.game_tokens, benchmark, m.expected_visible) for m in moves}
+    replies = {
+        (m.kind, m.game_tokens, m.expected_visible): planned_reply_tokens(
+            entry, m.kind, m.game_tokens, benchmark, m.expected_visible
+        )
+        for m in moves
+    }
     return SeatWork(
         calls=sum(m.calls for m in moves),
         prompt_tokens=sum(m.calls * m.prompt_tokens for m in moves),
@@ -134,8 +142,14 @@ def seat_work(entry: RosterEntry, moves: Sequence[PlannedMove], benchmark: str) 
 
 
 def seat_estimates(
-    context: PlanContext, bench: str, kind: str, seats: list[str], bound: int | None, bound_why: str,
-    moves: SeatMoves | None = None, moves_why: str = "",
+    context: PlanContext,
+    bench: str,
+    kind: str,
+    seats: list[str],
+    bound: int | None,
+    bound_why: str,
+    moves: SeatMoves | None = None,
+    moves_why: str = "",
 ) -> list[CallEstimate]:
     """One row per model seated in a game: measured calls, else the game's structure (`moves`, with
     tokens, so the cost is priced), else the rules' bound on calls, else unknown.
@@ -147,8 +161,11 @@ def seat_estimates(
     found = []
     for name, count in sorted(Counter(seats).items()):
         entry = context.models.entry(name)
-        planned = None if moves is None or entry.is_bot else seat_work(
-            entry, [m for i, seat in enumerate(seats) if seat == name for m in moves(i, name)], bench)
+        planned = (
+            None
+            if moves is None or entry.is_bot
+            else seat_work(entry, [m for i, seat in enumerate(seats) if seat == name for m in moves(i, name)], bench)
+        )
         if entry.is_bot:
             found.append(CallEstimate(name, kind, 0, 0, 0, 0))
         elif name in measured:
@@ -158,19 +175,45 @@ def seat_estimates(
         elif planned is not None:  # whole calls, each with the planned tokens of a mean call
             calls = math.ceil(planned.calls - 1e-9)
             per_prompt, per_reply = planned.per_call
-            found.append(CallEstimate(name, kind, calls, 0, round(calls * per_prompt), round(calls * per_reply),
-                                      f"{name}: {moves_why}" if moves_why else ""))
+            found.append(
+                CallEstimate(
+                    name,
+                    kind,
+                    calls,
+                    0,
+                    round(calls * per_prompt),
+                    round(calls * per_reply),
+                    f"{name}: {moves_why}" if moves_why else "",
+                )
+            )
         elif bound is not None:
-            found.append(CallEstimate(name, kind, bound * count, 0, 0, 0,
-                                      f"{name}: {bound_why}; tokens unknown until one game ran", tokens_known=False))
+            found.append(
+                CallEstimate(
+                    name,
+                    kind,
+                    bound * count,
+                    0,
+                    0,
+                    0,
+                    f"{name}: {bound_why}; tokens unknown until one game ran",
+                    tokens_known=False,
+                )
+            )
         else:
-            found.append(CallEstimate(name, kind, 0, 0, 0, 0, f"{name}: calls unknown until one game ran",
-                                      tokens_known=False))
+            found.append(
+                CallEstimate(name, kind, 0, 0, 0, 0, f"{name}: calls unknown until one game ran", tokens_known=False)
+            )
     return found
 
 
-def shard_estimates(job: PlannedJob, context: PlanContext, bench: str, seats_by_game: Mapping[str, Any],
-                    per_game: Estimator, done: Callable[[str], bool] | None = None) -> list[CallEstimate]:
+def shard_estimates(
+    job: PlannedJob,
+    context: PlanContext,
+    bench: str,
+    seats_by_game: Mapping[str, Any],
+    per_game: Estimator,
+    done: Callable[[str], bool] | None = None,
+) -> list[CallEstimate]:
     """A shard job's requests: its games not yet done, split as the rules split them
     (pipeline.core.run.shards), each estimated as its own game job, added up per model.
 
@@ -179,12 +222,17 @@ def shard_estimates(job: PlannedJob, context: PlanContext, bench: str, seats_by_
     the games it will play: a half-finished run is planned as what is left of it."""
     from pipeline.core.run.shards import game_done, jobs_for_games
 
-    shards = context.once(f"{bench}-shards",
-                          lambda: jobs_for_games(dict(seats_by_game), context.path(context.models_path))[1])
+    shards = context.once(
+        f"{bench}-shards", lambda: jobs_for_games(dict(seats_by_game), context.path(context.models_path))[1]
+    )
     games = context.path(f"results/{bench}/games")
     finished = done or (lambda game_id: game_done(games, game_id))
-    estimates = [e for game_id in shards.get(job.wildcards["shard_id"], []) if not finished(game_id)
-                 for e in per_game(dataclasses.replace(job, wildcards={"game_id": game_id}), context)]
+    estimates = [
+        e
+        for game_id in shards.get(job.wildcards["shard_id"], [])
+        if not finished(game_id)
+        for e in per_game(dataclasses.replace(job, wildcards={"game_id": game_id}), context)
+    ]
     # every game done (a run killed before the marker): the job still runs, and asks nothing
     return summed(estimates) or [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
 
@@ -194,8 +242,16 @@ def summed(estimates: list[CallEstimate]) -> list[CallEstimate]:
     by_model: dict[str, CallEstimate] = {}
     for e in estimates:
         seen = by_model.get(e.model)
-        by_model[e.model] = e if seen is None else dataclasses.replace(
-            seen, calls=seen.calls + e.calls, cached=seen.cached + e.cached,
-            prompt_tokens=seen.prompt_tokens + e.prompt_tokens, reply_tokens=seen.reply_tokens + e.reply_tokens,
-            tokens_known=seen.tokens_known and e.tokens_known)
+        by_model[e.model] = (
+            e
+            if seen is None
+            else dataclasses.replace(
+                seen,
+                calls=seen.calls + e.calls,
+                cached=seen.cached + e.cached,
+                prompt_tokens=seen.prompt_tokens + e.prompt_tokens,
+                reply_tokens=seen.reply_tokens + e.reply_tokens,
+                tokens_known=seen.tokens_known and e.tokens_known,
+            )
+        )
     return [by_model[name] for name in sorted(by_model)]

@@ -12,6 +12,13 @@
   terminal.
 - `--params DIR` (or PIPELINE_PARAMS=DIR) reads every params file from DIR instead of params/ (e.g.
   params/paper): Snakemake gets `--config params=DIR` (the Snakefile's PARAMS_DIR).
+- `--workdir DIR` runs this project's own Snakefile (the one beside the installed `pipeline`
+  package) with DIR as Snakemake's working directory (`--snakefile`, `--directory`): the rules, the
+  workflow profile and envs/ are the project's, the code the installed package's, and results/,
+  .snakemake/ (with this command's lock), the default params/ and every relative path in the params
+  files (.cache/responses, data/...) are DIR's. Nothing is copied: a small test configuration, or
+  a second configuration beside the project's results, is a directory holding params/. In such a
+  directory (params/, no Snakefile) it is the default: `cd DIR && python -m pipeline run`.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ _JOB_FLAGS = {"--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile"
 
 class RunRefused(RuntimeError):
     """Another run is alive in this project folder."""
+
+
+class NoWorkflow(FileNotFoundError):
+    """The installed package has no Snakefile beside it (not a source checkout): --workdir cannot run."""
 
 
 def snakemake_processes(root: Path, exclude: set[int]) -> list[int]:
@@ -84,13 +95,47 @@ def take_run_lock(root: Path) -> int:
     return fd
 
 
-def clear_stale_lock(root: Path, targets: Sequence[str], say: Callable[[str], None]) -> None:
-    """Called with the run lock held and no Snakemake alive here: any Snakemake lock is stale."""
+def clear_stale_lock(
+    root: Path, targets: Sequence[str], say: Callable[[str], None], workflow: Sequence[str] = ()
+) -> None:
+    """Called with the run lock held and no Snakemake alive here: any Snakemake lock is stale.
+    `workflow`: the Snakefile and directory arguments of a --workdir run."""
     locks = root / ".snakemake" / "locks"
     if locks.is_dir() and any(locks.iterdir()):
         say("removing the lock of an earlier run that did not end cleanly (killed or crashed)")
-        subprocess.run([sys.executable, "-m", "snakemake", "--unlock", *targets], cwd=root, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "snakemake", *workflow, "--unlock", *targets],
+            cwd=root,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+def workflow_snakefile() -> Path:
+    """The Snakefile of the project the installed `pipeline` package belongs to (the repository an
+    editable install points at); NoWorkflow naming the fix when the package came without it."""
+    import pipeline
+
+    path = Path(pipeline.__file__).resolve().parent.parent / "Snakefile"
+    if not path.is_file():
+        raise NoWorkflow(
+            f"no Snakefile beside the installed pipeline package ({path}): --workdir runs the workflow of "
+            "a source checkout; install the project with `pip install -e .` from its clone"
+        )
+    return path
+
+
+def here_without_snakefile() -> str | None:
+    """ "." when the current directory is a work directory (params/ and no Snakefile): `run` and
+    `plan` there run this project's Snakefile in it, as with --workdir . (Snakemake alone would find
+    no Snakefile); None elsewhere (a checkout or copy of the project runs its own)."""
+    return "." if Path("params").is_dir() and not Path("Snakefile").exists() else None
+
+
+def workflow_args(workdir: str | os.PathLike[str]) -> list[str]:
+    """Snakemake arguments running this project's Snakefile in `workdir`."""
+    return ["--snakefile", str(workflow_snakefile()), "--directory", str(Path(workdir).resolve())]
 
 
 def with_params_config(args: Sequence[str], params: str) -> list[str]:
@@ -102,7 +147,7 @@ def with_params_config(args: Sequence[str], params: str) -> list[str]:
         return words
     for i, word in enumerate(words):
         if word in ("--config", "-C"):
-            return [*words[: i + 1], config[1], *words[i + 1:]]
+            return [*words[: i + 1], config[1], *words[i + 1 :]]
     return [*words, *config]
 
 
@@ -117,14 +162,27 @@ def say(message: str) -> None:
     print(f"pipeline run: {message}", file=sys.stderr, flush=True)
 
 
-def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Path("."),
-                  interval_s: float = 5.0, params: str | None = None) -> int:
-    """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params)."""
+def run_snakemake(
+    targets: Sequence[str],
+    extra: Sequence[str],
+    root: Path = Path("."),
+    interval_s: float = 5.0,
+    params: str | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+) -> int:
+    """Snakemake on `targets`; `params` is the params directory (None: PIPELINE_PARAMS, else params).
+
+    `workdir`: this project's Snakefile run in that directory (it replaces `root`); relative paths of
+    `extra` (a `--profile`) stay relative to the current directory, `params` is relative to `workdir`."""
+    workflow: list[str] = []
+    if workdir is not None:
+        root = Path(workdir)
+        workflow = workflow_args(root)
     params = params_dir(params)
     check_chosen_params_dir(params, root, targets=targets)  # a bad params file stops here, named
     fd = take_run_lock(root)
     try:
-        clear_stale_lock(root, targets, say)
+        clear_stale_lock(root, targets, say, workflow)
         # the shared flags (rerun triggers, --rerun-incomplete) come from the workflow profile
         # profiles/default, which Snakemake loads by itself
         args = with_params_config([*targets, *extra], params)
@@ -133,14 +191,21 @@ def run_snakemake(targets: Sequence[str], extra: Sequence[str], root: Path = Pat
         progress_dir = root / ".snakemake" / "pipeline-progress" / str(os.getpid())
         progress_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, PROGRESS_ENV: str(progress_dir.resolve())}
-        process = subprocess.Popen([sys.executable, "-m", "snakemake", *args], cwd=root, env=env, pass_fds=(fd,))
+        # a --workdir run starts where it was called (Snakemake changes into the work directory itself)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", *workflow, *args],
+            cwd=None if workflow else root,
+            env=env,
+            pass_fds=(fd,),
+        )
         return _watch(process, progress_dir, targets, root, interval_s)
     finally:
         os.close(fd)
 
 
-def _watch(process: subprocess.Popen[bytes], folder: Path, targets: Sequence[str], root: Path,
-           interval_s: float) -> int:
+def _watch(
+    process: subprocess.Popen[bytes], folder: Path, targets: Sequence[str], root: Path, interval_s: float
+) -> int:
     label = " ".join(targets) or "all"
     benches = sorted({t.split("_", 1)[0] for t in targets if "_" in t and "/" not in t}) or None
     started = time.monotonic()

@@ -118,33 +118,42 @@ def parse_dry_run(text: str) -> list[PlannedJob]:
 
 
 def _job(block: dict[str, str]) -> PlannedJob:
-    wildcards = dict(
-        part.strip().split("=", 1) for part in block.get("wildcards", "").split(",") if "=" in part
-    )
+    wildcards = dict(part.strip().split("=", 1) for part in block.get("wildcards", "").split(",") if "=" in part)
     outputs = tuple(o.strip() for o in block.get("output", "").split(",") if o.strip())
     return PlannedJob(block["rule"], block.get("reason", ""), wildcards, outputs)
 
 
-# a benchmark whose params cannot be scheduled says so while Snakemake parses (its targets then plan nothing)
-_UNSCHEDULED = re.compile(r"^[a-z][a-z0-9_]*: (?:no \w+|nothing) scheduled \(")
-
-
-def dry_run(targets: Sequence[str], *, root: str | os.PathLike[str] = ".", snakefile: str = "Snakefile",
-            config: Sequence[str] = (), notes: list[str] | None = None) -> list[PlannedJob]:
+def dry_run(
+    targets: Sequence[str],
+    *,
+    root: str | os.PathLike[str] = ".",
+    snakefile: str = "Snakefile",
+    config: Sequence[str] = (),
+) -> list[PlannedJob]:
     """Snakemake's plan for `targets` (its default target when none), with the project's triggers.
 
     `config`: more Snakemake arguments before the targets (`--config params=DIR` chooses the params
-    directory). `notes`, when given, receives the benchmarks' messages about params they cannot schedule."""
+    directory)."""
     command = [
-        sys.executable, "-m", "snakemake", "--dry-run", "--nolock", "--snakefile", snakefile,
-        "--rerun-triggers", *RERUN_TRIGGERS, *config, "--cores", "1", *targets,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--dry-run",
+        "--nolock",
+        "--snakefile",
+        snakefile,
+        "--rerun-triggers",
+        *RERUN_TRIGGERS,
+        *config,
+        "--cores",
+        "1",
+        *targets,
     ]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-12:])
+        # Snakemake reports a failing input function on stdout, its profile line on stderr
+        tail = "\n".join(f"{result.stdout}\n{result.stderr}".strip().splitlines()[-12:])
         raise PlanError(f"snakemake --dry-run {' '.join(targets)} failed in {root}:\n{tail}")
-    if notes is not None:
-        notes.extend(line.strip() for line in result.stderr.splitlines() if _UNSCHEDULED.match(line.strip()))
     return parse_dry_run(result.stdout + "\n" + result.stderr)
 
 
@@ -167,14 +176,22 @@ def call_kind(job: str) -> str:
 def measured_calls(results: str | os.PathLike[str]) -> pl.DataFrame:
     """Every answered provider request of earlier runs (one row per request, deduplicated)."""
     frames = []
-    columns = {"job": pl.Utf8, "roster_name": pl.Utf8, "request_id": pl.Utf8, "attempt": pl.Int64,
-               "tokens_in": pl.Int64, "tokens_out": pl.Int64, "cache_hit": pl.Boolean, "error_kind": pl.Utf8,
-               "tokens_reasoning": pl.Int64}
+    columns = {
+        "job": pl.Utf8,
+        "roster_name": pl.Utf8,
+        "request_id": pl.Utf8,
+        "attempt": pl.Int64,
+        "tokens_in": pl.Int64,
+        "tokens_out": pl.Int64,
+        "cache_hit": pl.Boolean,
+        "error_kind": pl.Utf8,
+        "tokens_reasoning": pl.Int64,
+    }
     for path in sorted(Path(results).rglob("*calls.parquet")):
         try:
             present = set(pl.read_parquet_schema(path))
             frame = pl.read_parquet(path, columns=[c for c in columns if c in present])
-        except Exception:  # noqa: BLE001,S112 - a torn or foreign file only loses its history
+        except Exception:  # noqa: BLE001 - a torn or foreign file only loses its history
             continue
         if "tokens_reasoning" not in frame.columns:  # written before the column existed
             frame = frame.with_columns(pl.lit(None, pl.Int64).alias("tokens_reasoning"))
@@ -199,12 +216,16 @@ class TokenHistory:
     def load(cls, results: str | os.PathLike[str]) -> TokenHistory:
         calls = measured_calls(results).filter(pl.col("tokens_in") + pl.col("tokens_out") > 0)
         grouped = calls.group_by(["roster_name", "kind"]).agg(
-            pl.col("tokens_in").mean().alias("i"), pl.col("tokens_out").mean().alias("o"), pl.len().alias("n"),
+            pl.col("tokens_in").mean().alias("i"),
+            pl.col("tokens_out").mean().alias("o"),
+            pl.len().alias("n"),
             pl.col("tokens_reasoning").fill_null(0).mean().alias("r"),
         )
         rows = list(grouped.iter_rows(named=True))
-        return cls({(r["roster_name"], r["kind"]): (r["i"], r["o"], r["n"]) for r in rows},
-                   {(r["roster_name"], r["kind"]): float(r["r"] or 0.0) for r in rows})
+        return cls(
+            {(r["roster_name"], r["kind"]): (r["i"], r["o"], r["n"]) for r in rows},
+            {(r["roster_name"], r["kind"]): float(r["r"] or 0.0) for r in rows},
+        )
 
     def per_call(self, model: str, kind: str) -> tuple[float, float] | None:
         found = self.means.get((model, kind))
@@ -216,9 +237,20 @@ class TokenHistory:
 
 # -- the plan table ---------------------------------------------------------------------------
 PLAN_COLUMNS: dict[str, Any] = {
-    "benchmark": pl.Utf8, "model": pl.Utf8, "jobs": pl.Int64, "why": pl.Utf8, "calls": pl.Int64,
-    "cached_calls": pl.Int64, "paid_calls": pl.Int64, "tokens_in": pl.Int64, "tokens_out": pl.Int64,
-    "tokens_reasoning": pl.Int64, "cost_usd": pl.Float64, "batch_cost_usd": pl.Float64, "tokens_from": pl.Utf8, "note": pl.Utf8,
+    "benchmark": pl.Utf8,
+    "model": pl.Utf8,
+    "jobs": pl.Int64,
+    "why": pl.Utf8,
+    "calls": pl.Int64,
+    "cached_calls": pl.Int64,
+    "paid_calls": pl.Int64,
+    "tokens_in": pl.Int64,
+    "tokens_out": pl.Int64,
+    "tokens_reasoning": pl.Int64,
+    "cost_usd": pl.Float64,
+    "batch_cost_usd": pl.Float64,
+    "tokens_from": pl.Utf8,
+    "note": pl.Utf8,
 }
 
 
@@ -283,14 +315,20 @@ def plan_table(
             row.batch_cost = _add(row.batch_cost, tokens, batch)
     records = [
         {
-            "benchmark": b, "model": m, "jobs": len(r.jobs),
+            "benchmark": b,
+            "model": m,
+            "jobs": len(r.jobs),
             "why": ", ".join(f"{k} {v}" for k, v in sorted(r.reasons.items())),
-            "calls": r.calls, "cached_calls": r.cached, "paid_calls": r.calls - r.cached,
-            "tokens_in": round(r.tokens_in), "tokens_out": round(r.tokens_out),
+            "calls": r.calls,
+            "cached_calls": r.cached,
+            "paid_calls": r.calls - r.cached,
+            "tokens_in": round(r.tokens_in),
+            "tokens_out": round(r.tokens_out),
             "tokens_reasoning": round(r.tokens_reasoning),
             "cost_usd": None if r.cost is None else round(r.cost, 6),
             "batch_cost_usd": None if r.batch_cost is None else round(r.batch_cost, 6),
-            "tokens_from": "+".join(sorted(r.sources)) or "-", "note": "; ".join(sorted(r.notes)),
+            "tokens_from": "+".join(sorted(r.sources)) or "-",
+            "note": "; ".join(sorted(r.notes)),
         }
         for (b, m), r in rows.items()
     ]
@@ -351,29 +389,53 @@ class Plan:
         if rows.is_empty():
             return {"attempts": 0, "jobs": 0, "answered": 0, "failed": 0, "cost_usd": 0.0}
         failed = rows.filter(pl.col("error_kind").is_not_null() & (pl.col("error_kind") != "empty")).height
-        return {"attempts": rows.height, "jobs": rows["job"].n_unique(), "answered": rows.height - failed,
-                "failed": failed, "cost_usd": round(float(rows["cost_usd"].fill_null(0.0).sum()), 6)}
+        return {
+            "attempts": rows.height,
+            "jobs": rows["job"].n_unique(),
+            "answered": rows.height - failed,
+            "failed": failed,
+            "cost_usd": round(float(rows["cost_usd"].fill_null(0.0).sum()), 6),
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "created": self.created, "targets": list(self.targets), "budget_usd": self.budget_usd,
-            "spent_usd": round(self.spent_usd, 6), "left_usd": None if self.left_usd is None else round(self.left_usd, 6),
-            "cost_usd": self.cost_usd, "batch_cost_usd": self.batch_cost_usd, "ledger": self.ledger, "rows": self.table.to_dicts(),
-            "unfinished": self.unfinished_summary(), "cache_dir": self.cache_dir,
+            "created": self.created,
+            "targets": list(self.targets),
+            "budget_usd": self.budget_usd,
+            "spent_usd": round(self.spent_usd, 6),
+            "left_usd": None if self.left_usd is None else round(self.left_usd, 6),
+            "cost_usd": self.cost_usd,
+            "batch_cost_usd": self.batch_cost_usd,
+            "ledger": self.ledger,
+            "rows": self.table.to_dicts(),
+            "unfinished": self.unfinished_summary(),
+            "cache_dir": self.cache_dir,
         }
 
 
 def make_plan(
-    targets: Sequence[str], estimates: Iterable[tuple[str, PlannedJob, CallEstimate]], models: ModelsParams,
-    *, root: str | os.PathLike[str] = ".", results: str = "results",
+    targets: Sequence[str],
+    estimates: Iterable[tuple[str, PlannedJob, CallEstimate]],
+    models: ModelsParams,
+    *,
+    root: str | os.PathLike[str] = ".",
+    results: str = "results",
 ) -> Plan:
     from pipeline.core.models.journal import unfinished_calls
 
     ledger = SpendLedger(_ledger_path(models, root))
     table = plan_table(estimates, models, TokenHistory.load(Path(root) / results))
     cache_dir = Path(root) / models.gateway.cache_dir
-    return Plan(table, models.gateway.budget_usd, ledger.total_usd(), str(ledger.path), time.time(), tuple(targets),
-                unfinished_calls(cache_dir), str(cache_dir))
+    return Plan(
+        table,
+        models.gateway.budget_usd,
+        ledger.total_usd(),
+        str(ledger.path),
+        time.time(),
+        tuple(targets),
+        unfinished_calls(cache_dir),
+        str(cache_dir),
+    )
 
 
 def _ledger_path(models: ModelsParams, root: str | os.PathLike[str]) -> Path:
@@ -414,14 +476,17 @@ def _money(value: float | None) -> str:
 
 
 def render_plan(plan: Plan) -> str:
-    lines = [(f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
-              f"{'tokens out':>10} {'reasoning':>10} {'cost':>10} {'batch cost':>10}  why")]
+    lines = [
+        (
+            f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
+            f"{'tokens out':>10} {'reasoning':>10} {'cost':>10} {'batch cost':>10}  why"
+        )
+    ]
     for r in plan.table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>7} {r['cached_calls']:>7} "
             f"{r['tokens_in']:>10} {r['tokens_out']:>10} {r['tokens_reasoning']:>10} {_money(r['cost_usd']):>10} "
-            f"{_money(r['batch_cost_usd']):>10}  {r['why']}"
-            + (f"  [{r['note']}]" if r["note"] else "")
+            f"{_money(r['batch_cost_usd']):>10}  {r['why']}" + (f"  [{r['note']}]" if r["note"] else "")
         )
     t = plan.table
     lines.append(
@@ -432,8 +497,10 @@ def render_plan(plan: Plan) -> str:
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
     if t["tokens_reasoning"].sum() and t.filter(pl.col("tokens_from").str.contains("prompt\\+cap")).height:
-        lines.append("reasoning tokens not yet measured are counted at each reasoning model's whole allowance "
-                     "(an upper bound; one game of each model measures them)")
+        lines.append(
+            "reasoning tokens not yet measured are counted at each reasoning model's whole allowance "
+            "(an upper bound; one game of each model measures them)"
+        )
     done = plan.unfinished_summary()
     if done["attempts"]:
         lines.append(
@@ -443,8 +510,10 @@ def render_plan(plan: Plan) -> str:
             "and each job's calls table once it finishes"
         )
     if plan.budget_usd is not None and plan.cost_usd is None:
-        lines.append("the budget cannot be checked in advance: part of the cost is unknown (see the notes), "
-                     "so a budgeted run refuses to start")
+        lines.append(
+            "the budget cannot be checked in advance: part of the cost is unknown (see the notes), "
+            "so a budgeted run refuses to start"
+        )
     return "\n".join(lines)
 
 
@@ -454,7 +523,8 @@ def what_to_cut(plan: Plan, limit: int = 3) -> str:
         return _unpriced(plan)
     rows = plan.table.filter(pl.col("cost_usd") > 0).sort("cost_usd", descending=True).head(limit)
     biggest = "; ".join(
-        f"{r['benchmark']}/{r['model']} ${r['cost_usd']:.4f} ({r['paid_calls']} paid call(s))" for r in rows.iter_rows(named=True)
+        f"{r['benchmark']}/{r['model']} ${r['cost_usd']:.4f} ({r['paid_calls']} paid call(s))"
+        for r in rows.iter_rows(named=True)
     )
     return (
         f"the run plan costs {_money(plan.cost_usd)} but only {_money(plan.left_usd)} of gateway.budget_usd = "
@@ -506,16 +576,32 @@ def compare(plan_json: dict[str, Any]) -> pl.DataFrame:
         s = spent.get(key, [0, 0, 0, 0.0])
         if not p.get("paid_calls") and not s[0]:
             continue  # nothing planned, nothing spent (bots, answers from the cache)
-        rows.append({
-            "benchmark": key[0], "model": key[1],
-            "planned_calls": int(p.get("paid_calls", 0)), "spent_calls": int(s[0]),
-            "planned_tokens_in": int(p.get("tokens_in", 0)), "spent_tokens_in": int(s[1]),
-            "planned_tokens_out": int(p.get("tokens_out", 0)), "spent_tokens_out": int(s[2]),
-            "planned_cost_usd": p.get("cost_usd", 0.0), "spent_cost_usd": round(s[3], 6),
-        })
-    schema = {"benchmark": pl.Utf8, "model": pl.Utf8, "planned_calls": pl.Int64, "spent_calls": pl.Int64,
-              "planned_tokens_in": pl.Int64, "spent_tokens_in": pl.Int64, "planned_tokens_out": pl.Int64,
-              "spent_tokens_out": pl.Int64, "planned_cost_usd": pl.Float64, "spent_cost_usd": pl.Float64}
+        rows.append(
+            {
+                "benchmark": key[0],
+                "model": key[1],
+                "planned_calls": int(p.get("paid_calls", 0)),
+                "spent_calls": int(s[0]),
+                "planned_tokens_in": int(p.get("tokens_in", 0)),
+                "spent_tokens_in": int(s[1]),
+                "planned_tokens_out": int(p.get("tokens_out", 0)),
+                "spent_tokens_out": int(s[2]),
+                "planned_cost_usd": p.get("cost_usd", 0.0),
+                "spent_cost_usd": round(s[3], 6),
+            }
+        )
+    schema = {
+        "benchmark": pl.Utf8,
+        "model": pl.Utf8,
+        "planned_calls": pl.Int64,
+        "spent_calls": pl.Int64,
+        "planned_tokens_in": pl.Int64,
+        "spent_tokens_in": pl.Int64,
+        "planned_tokens_out": pl.Int64,
+        "spent_tokens_out": pl.Int64,
+        "planned_cost_usd": pl.Float64,
+        "spent_cost_usd": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -532,8 +618,12 @@ def render_compare(table: pl.DataFrame) -> str:
         e = relative_error(p, s)
         return "n/a" if e is None else f"{e:+.0%}"
 
-    lines = [(f"{'benchmark':<12} {'model':<18} {'calls plan/spent':>17} {'err':>6} {'tokens in':>19} {'err':>6} "
-              f"{'cost plan/spent':>21} {'err':>6}")]
+    lines = [
+        (
+            f"{'benchmark':<12} {'model':<18} {'calls plan/spent':>17} {'err':>6} {'tokens in':>19} {'err':>6} "
+            f"{'cost plan/spent':>21} {'err':>6}"
+        )
+    ]
     for r in table.iter_rows(named=True):
         lines.append(
             f"{r['benchmark']:<12} {r['model']:<18} {r['planned_calls']:>8}/{r['spent_calls']:<8} "
@@ -559,6 +649,16 @@ def load_plan_json(out: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 __all__ = [
-    "CallEstimate", "Plan", "PlanError", "PlannedJob", "compare", "dry_run", "jobs_of_dag",
-    "make_plan", "render_compare", "render_plan", "save_plan", "what_to_cut",
+    "CallEstimate",
+    "Plan",
+    "PlanError",
+    "PlannedJob",
+    "compare",
+    "dry_run",
+    "jobs_of_dag",
+    "make_plan",
+    "render_compare",
+    "render_plan",
+    "save_plan",
+    "what_to_cut",
 ]

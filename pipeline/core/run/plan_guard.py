@@ -33,8 +33,14 @@ class PlanOverBudget(RuntimeError):
     """The plan of a run costs more than the budget has left: nothing was started."""
 
 
-def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str | Path = ".",
-              models_path: str | None = None, params_dir: str = DEFAULT_PARAMS) -> Plan:
+def plan_jobs(
+    jobs: Sequence[PlannedJob],
+    targets: Sequence[str],
+    *,
+    root: str | Path = ".",
+    models_path: str | None = None,
+    params_dir: str = DEFAULT_PARAMS,
+) -> Plan:
     """The plan of `jobs`, estimated from the params of `params_dir` (the roster: its models.yaml,
     unless `models_path` names another)."""
     models_path = models_path or f"{params_dir}/models.yaml"
@@ -43,22 +49,55 @@ def plan_jobs(jobs: Sequence[PlannedJob], targets: Sequence[str], *, root: str |
     return make_plan(targets, estimate_jobs(jobs, context), models, root=root)
 
 
-def plan_targets(targets: Sequence[str], *, root: str | Path = ".", models_path: str | None = None,
-                 params_dir: str = DEFAULT_PARAMS, notes: list[str] | None = None) -> Plan:
+def plan_targets(
+    targets: Sequence[str],
+    *,
+    root: str | Path = ".",
+    models_path: str | None = None,
+    params_dir: str = DEFAULT_PARAMS,
+    notes: list[str] | None = None,
+) -> Plan:
     """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
     the benchmarks' messages about params they cannot schedule (their targets then plan nothing)."""
     check_chosen_params_dir(params_dir, root, targets=targets)  # a bad params file stops here, named
-    jobs = dry_run(targets, root=root, config=params_config(params_dir), notes=notes)
+    if notes is not None:
+        notes.extend(schedule_notes(targets, params_dir, root))
+    jobs = dry_run(targets, root=root, config=params_config(params_dir))
     return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
 
 
+def schedule_notes(targets: Sequence[str], params_dir: str = DEFAULT_PARAMS, root: str | Path = ".") -> list[str]:
+    """What the benchmarks these targets need say about their params before a run (their
+    declarations' `schedule_notes`), e.g. Xent's "nothing scheduled" before its map set exists."""
+    from pipeline.core.run.registry import benchmarks
+    from pipeline.core.run.workflow import benchmarks_of
+
+    declared = {bench.name: bench for bench in benchmarks()}
+    notes: list[str] = []
+    for name in benchmarks_of(targets, list(declared)):
+        hook = declared[name].schedule_notes
+        if hook is not None:
+            notes.extend(
+                hook(str(Path(root) / params_dir / f"{name}.yaml"), str(Path(root) / params_dir / "models.yaml"))
+            )
+    return notes
+
+
 def before_run(workflow: Any, out: str = DEFAULT_OUT, params_dir: str = DEFAULT_PARAMS) -> None:
-    """Snakemake's onstart: plan the jobs this run will do; stop before any call when over budget."""
+    """Snakemake's onstart: announce the scheduled games to the progress line, plan the jobs this run
+    will do; stop before any call when over budget."""
+    from pipeline.core.artifacts.progress import write_announced
+
+    write_announced()
     targets = sorted(workflow.dag_settings.targets or [])
+    for note in schedule_notes(targets, params_dir):
+        print(f"warning: {note}", file=sys.stderr)
     try:
         plan = plan_jobs(jobs_of_dag(workflow.dag), targets, params_dir=params_dir)
     except Exception as exc:  # noqa: BLE001 - no plan is no reason to stop: the gateway's guard stands
-        print(f"run plan: not made ({type(exc).__name__}: {exc}); the spend ledger's guard still applies", file=sys.stderr)
+        print(
+            f"run plan: not made ({type(exc).__name__}: {exc}); the spend ledger's guard still applies", file=sys.stderr
+        )
         return
     save_plan(plan, out)
     print(render_plan(plan), file=sys.stderr)

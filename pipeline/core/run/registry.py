@@ -1,9 +1,11 @@
 """The benchmark registry: each benchmark declares itself once, in its package's `benchmark.py`.
 
-The declaration names the benchmark, its params file, its Snakemake rules, the outputs DVC keeps,
-the tables the leaderboard reads (with their pandera schemas) and its replay builder. The
-Snakefile, the leaderboard and the test that checks `dvc.yaml` all derive from it, so adding a
-benchmark touches its own folder, its `dvc.yaml` stage and its params file (docs/adding-a-benchmark.md).
+The declaration names the benchmark, its params file, its verbs (schedule, play, rate, report: the
+functions behind `python -m pipeline NAME VERB`), what each verb's rule writes, the outputs DVC keeps,
+the tables the leaderboard reads (with their pandera schemas) and its replay builder. The command
+line, the Snakefile (a benchmark without rules of its own gets the standard ones,
+core/run/standard.smk), `dvc.yaml` (`python -m pipeline dvc-yaml`) and the leaderboard all derive
+from it, so adding a benchmark touches its own folder and its params file (docs/adding-a-benchmark.md).
 
 Benchmarks are found in three places, in this order:
 - every subpackage `pipeline.<name>` that has a `benchmark` module defining `BENCHMARK`;
@@ -25,13 +27,25 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandera.polars as pa
+from pipeline.core.run.verbs import ScheduleFunction, Verb, VerbFunction, schedule_verb
+
+if TYPE_CHECKING:
+    import pandera.polars as pa
+
+    from pipeline.core.run.verbs import BenchmarkCommands
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 ENTRY_POINT_GROUP = "pipeline.benchmarks"
 ENV_MODULES = "PIPELINE_BENCHMARKS"
+STANDARD_RULES = Path(__file__).with_name("standard.smk")
+PLOT_FORMATS = ("html", "png", "svg")
+
+
+def plot_files(*names: str, folder: str = "plots") -> tuple[str, ...]:
+    """The files of plots saved in every format (core.artifacts.save_chart), for a verb's `writes`."""
+    return tuple(f"{folder}/{name}.{fmt}" for name in names for fmt in PLOT_FORMATS)
 
 
 class RegistryError(ValueError):
@@ -42,16 +56,32 @@ class RegistryError(ValueError):
 class Benchmark:
     """One benchmark, as the rest of the pipeline sees it.
 
-    Paths in `outputs`, `tables` and `extra_inputs` are relative to the results folder
+    Paths in `outputs`, `writes`, `tables` and `extra_inputs` are relative to the results folder
     `results/<name>/`. `replays(benchmark, limit)` builds the site's replay pages (or None).
+
+    The verbs: `schedule(call) -> {job_id: fields}` (or a `Verb` that prints its own listing),
+    `play`, `rate` and `report` (functions of a `VerbCall`, or `Verb`s with their help and flags);
+    `extra_commands(commands)` adds the benchmark's own verbs (core.run.verbs.BenchmarkCommands).
+    `writes` says what each verb's rule writes: `play` one job's files (with `{job_id}`), `rate`,
+    `report`, and any rule of the benchmark's own; the rules' outputs and dvc.yaml read it.
     """
 
     name: str
     title: str
-    package: str  # the importable package holding rules.smk
-    outputs: tuple[str, ...]  # what DVC keeps (persisted) besides metrics.json
+    package: str  # the importable package of the benchmark (its rules file, config, cli)
+    outputs: tuple[str, ...]  # what DVC keeps (persisted) besides metrics.json, in dvc.yaml's order
+    writes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # verb or rule -> the files it writes
+    schedule: Verb | ScheduleFunction | None = None
+    play: Verb | VerbFunction | None = None
+    rate: Verb | VerbFunction | None = None
+    report: Verb | VerbFunction | None = None
+    extra_commands: Callable[[BenchmarkCommands], None] | None = None  # the benchmark's own verbs
+    description: str = ""  # the command's help (default: the title)
+    rules_file: str | None = None  # the package's own Snakemake rules; None: the standard rules
     tables: Mapping[str, type[pa.DataFrameModel]] = field(default_factory=dict)
     replays: Callable[..., Any] | None = None
+    # what the leaderboard's site reads besides metrics.json (dvc.yaml's leaderboard deps); default: the tables
+    site_reads: tuple[str, ...] | None = None
     extra_inputs: tuple[str, ...] = ()  # globs of other files the leaderboard hashes into its stamp
     headline: tuple[str, ...] = ()  # metrics.json keys the leaderboard shows (params can override)
     order: int = 100  # position in the Snakefile and on the leaderboard (then by name)
@@ -59,13 +89,47 @@ class Benchmark:
     # imported only when a plan is made
     estimators: str | None = None
     plays_models: bool = True  # False: no rule calls a model (the plan shows no calls, not unknown ones)
+    # what a run of these params should be told before it starts, (params file, models file) ->
+    # messages: Xent's "nothing scheduled" until its map set is imported. `plan` and the run's
+    # onstart print them; parsing the rules prints nothing.
+    schedule_notes: Callable[[str, str], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
             raise RegistryError(f"benchmark name {self.name!r} must match {NAME_PATTERN.pattern}")
-        for relative in (*self.outputs, *self.tables):
+        written = [path for files in self.writes.values() for path in files]
+        for relative in (*self.outputs, *self.tables, *written):
             if relative.startswith("/") or ".." in Path(relative).parts:
                 raise RegistryError(f"{self.name}: {relative!r} must be a path inside results/{self.name}/")
+        kept = set(self.outputs) | {"metrics.json"}
+        unkept = [path for path in written if not any(path == o or path.startswith(f"{o}/") for o in kept)]
+        if unkept:  # DVC would not keep what a rule writes: declare its folder in `outputs`
+            raise RegistryError(f"{self.name}: {unkept[0]!r} is written but lies in none of the outputs {self.outputs}")
+
+    def verb(self, verb: str) -> Verb | None:
+        """The declared verb (schedule, play, rate or report) as a `Verb`; None when not declared."""
+        declared = getattr(self, verb)
+        if declared is None or isinstance(declared, Verb):
+            return declared
+        if verb == "schedule":
+            return schedule_verb(declared)
+        return Verb(declared, (declared.__doc__ or "").strip().split("\n")[0])
+
+    def files(self, verb: str, root: str | None = None) -> list[str]:
+        """What `verb`'s rule writes, under `root` (default: the results folder)."""
+        return [f"{root or self.results}/{path}" for path in self.writes.get(verb, ())]
+
+    @property
+    def leaderboard_reads(self) -> tuple[str, ...]:
+        return tuple(self.tables) if self.site_reads is None else self.site_reads
+
+    @property
+    def help_text(self) -> str:
+        return self.description or self.title
+
+    @property
+    def standard_rules(self) -> bool:
+        return self.rules_file is None
 
     @property
     def params_file(self) -> str:
@@ -98,7 +162,8 @@ class Benchmark:
 
     @property
     def rules(self) -> Path:
-        return package_dir(self.package) / "rules.smk"
+        """The Snakemake rules: the package's own file, or the standard rules (core/run/standard.smk)."""
+        return STANDARD_RULES if self.rules_file is None else package_dir(self.package) / self.rules_file
 
     @property
     def source_dir(self) -> str:
@@ -154,7 +219,9 @@ def _discover(env_modules: str) -> tuple[Benchmark, ...]:
     names: dict[str, Benchmark] = {}
     for bench in every:
         if bench.name in names and names[bench.name] != bench:
-            raise RegistryError(f"two benchmarks are named {bench.name!r} ({names[bench.name].package}, {bench.package})")
+            raise RegistryError(
+                f"two benchmarks are named {bench.name!r} ({names[bench.name].package}, {bench.package})"
+            )
         names[bench.name] = bench
     return tuple(sorted(names.values(), key=lambda b: (b.order, b.name)))
 

@@ -50,7 +50,7 @@ def plays_api(seats: Iterable[str], models: ModelsParams) -> bool:
 def plan_shards(game_ids: Iterable[str], games_per_job: int) -> dict[str, list[str]]:
     """Shards of at most `games_per_job` games, in game-id order, each named by its game ids."""
     ordered = sorted(set(game_ids))
-    shards = [ordered[i:i + games_per_job] for i in range(0, len(ordered), games_per_job)]
+    shards = [ordered[i : i + games_per_job] for i in range(0, len(ordered), games_per_job)]
     return {content_id(shard): shard for shard in shards}
 
 
@@ -157,7 +157,9 @@ def run_shard(
         say(f"game {game_id} {'finished' if ok else 'FAILED'} ({finished} of {total - len(skipped)} to play)")
 
     skipped = [g.game_id for g in games if is_done(g.game_id)]
-    say(f"shard of {total} game(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once")
+    say(
+        f"shard of {total} game(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once"
+    )
     outcome = asyncio.run(play_shard(games, play, is_done, at_once=at_once, on_game_end=on_game_end))
     if not outcome.ok:
         say(f"error: {failure_message(outcome)}")
@@ -167,7 +169,9 @@ def run_shard(
     return 0
 
 
-def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | Path) -> tuple[list[str], dict[str, list[str]]]:
+def jobs_for_games(
+    seats_by_game: dict[str, Sequence[str]], models_path: str | Path
+) -> tuple[list[str], dict[str, list[str]]]:
     """For a benchmark's rules: the games that keep one job each, and the shards of API games.
 
     With an unreadable roster every game keeps its own job (the benchmark's jobs then report it)."""

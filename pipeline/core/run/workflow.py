@@ -77,8 +77,9 @@ def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".
     from pipeline.core.artifacts.params import ParamsError
 
     folder = Path(root) / directory
-    switch = (f"--params DIR (python -m pipeline run|plan), --config {PARAMS_CONFIG_KEY}=DIR (snakemake) "
-              f"or {PARAMS_ENV}=DIR")
+    switch = (
+        f"--params DIR (python -m pipeline run|plan), --config {PARAMS_CONFIG_KEY}=DIR (snakemake) or {PARAMS_ENV}=DIR"
+    )
     if not folder.is_dir():
         raise ParamsError(
             f"params directory {directory} does not exist ({folder.resolve()}); name an existing one with "
@@ -95,8 +96,12 @@ def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".
         )
 
 
-def check_chosen_params_dir(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] | None = None,
-                            targets: Sequence[str] | None = None) -> dict[str, str]:
+def check_chosen_params_dir(
+    directory: str,
+    root: str | Path = ".",
+    benchmarks: Iterable[Any] | None = None,
+    targets: Sequence[str] | None = None,
+) -> dict[str, str]:
     """Stop with a ParamsError naming the file, the field, the value and the fix when `directory` is
     missing, lacks a file of `benchmarks` (default: the registered ones), or holds a file its stage
     cannot load (`check_params_files`): a bad params file stops every run, whatever its targets.
@@ -143,8 +148,9 @@ def _loader(package: str, stem: str) -> Callable[[Path], Any] | None:
     return None
 
 
-def check_params_files(directory: str, root: str | Path = ".", benchmarks: Iterable[Any] = (),
-                       registered: Sequence[str] | None = None) -> dict[str, str]:
+def check_params_files(
+    directory: str, root: str | Path = ".", benchmarks: Iterable[Any] = (), registered: Sequence[str] | None = None
+) -> dict[str, str]:
     """Load every params file of `directory` with its stage's model: the roster (models.yaml), each
     benchmark's, the leaderboard's and any other `<stage>.yaml` a `pipeline.<stage>.config` reads.
     Raises one ParamsError listing every file's problems (file, field, value and fix). Returns, per
@@ -154,10 +160,14 @@ def check_params_files(directory: str, root: str | Path = ".", benchmarks: Itera
 
     benchmarks = list(benchmarks)
     folder = Path(root) / directory
-    packages = {"models": "pipeline.core", "leaderboard": "pipeline.leaderboard",
-                **{b.name: b.package for b in benchmarks}}
+    packages = {
+        "models": "pipeline.core",
+        "leaderboard": "pipeline.leaderboard",
+        **{b.name: b.package for b in benchmarks},
+    }
     files = [f"{stem}.yaml" for stem in packages] + sorted(
-        p.name for p in folder.glob("*.yaml") if p.stem not in packages)
+        p.name for p in folder.glob("*.yaml") if p.stem not in packages
+    )
     loaded: dict[str, Any] = {}
     errors: list[str] = []
     for name in files:
@@ -169,8 +179,9 @@ def check_params_files(directory: str, root: str | Path = ".", benchmarks: Itera
         if loader is None:
             guess = did_you_mean(stem, packages)
             if guess:
-                print(f"warning: {path}: no stage reads this file; {guess} (a stage reads <stage>.yaml)",
-                      file=sys.stderr)
+                print(
+                    f"warning: {path}: no stage reads this file; {guess} (a stage reads <stage>.yaml)", file=sys.stderr
+                )
             continue
         try:
             loaded[stem] = loader(path)
@@ -178,8 +189,11 @@ def check_params_files(directory: str, root: str | Path = ".", benchmarks: Itera
             errors.append(str(exc))
     models = loaded.get("models")
     if models is not None:
-        errors += roster_problems(models, str(folder / "models.yaml"),
-                                  list(registered) if registered is not None else [b.name for b in benchmarks])
+        errors += roster_problems(
+            models,
+            str(folder / "models.yaml"),
+            list(registered) if registered is not None else [b.name for b in benchmarks],
+        )
     if errors:
         raise ParamsError("\n".join(errors))
     problems: dict[str, str] = {}
@@ -209,13 +223,16 @@ def roster_problems(models: Any, source: str, benchmark_names: Sequence[str]) ->
                 problems.append(
                     f"{source}: roster[{i}].sampling.move_max_tokens: {key!r} names no benchmark {prefix!r}; "
                     f"{guess + ' ' if guess else ''}keys are `<benchmark>.<kind>` with a benchmark of "
-                    f"{', '.join(benchmark_names)}, or `<kind>` for every benchmark")
+                    f"{', '.join(benchmark_names)}, or `<kind>` for every benchmark"
+                )
     used = {entry.provider for entry in models.roster}
     for key in models.providers:
         guess = did_you_mean(key, used) if key != "default" and key not in used else ""
         if guess:
-            problems.append(f"{source}: providers.{key}: no roster entry's model starts with {key}/; {guess} "
-                            f"(providers are keyed by the prefix of a roster entry's model, or `default`)")
+            problems.append(
+                f"{source}: providers.{key}: no roster entry's model starts with {key}/; {guess} "
+                f"(providers are keyed by the prefix of a roster entry's model, or `default`)"
+            )
     return problems
 
 

@@ -122,27 +122,51 @@ def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False) -> list[s
     the host's end of its socket closes)."""
     drop = _drop_to(uid) if uid is not None else []
     unshare = (
-        ["--unshare-user", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-         *(arg for cap in WORKER_CAPABILITIES for arg in ("--cap-add", cap))]
+        [
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            *(arg for cap in WORKER_CAPABILITIES for arg in ("--cap-add", cap)),
+        ]
         if worker
         else ["--unshare-all", "--die-with-parent"]  # network, pid, ipc, uts, cgroup (and user when unprivileged)
     )
     return [
-        *drop, "bwrap",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--tmpfs", "/dev/shm",
-        "--bind", workdir, "/tmp/job",
-        "--chdir", "/tmp/job",
+        *drop,
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/dev/shm",
+        "--bind",
+        workdir,
+        "/tmp/job",
+        "--chdir",
+        "/tmp/job",
         *unshare,
         "--new-session",
         "--clearenv",
-        "--setenv", "PATH", "/usr/bin:/bin",
-        "--setenv", "HOME", "/tmp/job",
-        "--setenv", "PYTHONHASHSEED", str(HASH_SEED),
-        "--setenv", "LANG", "C.UTF-8",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/tmp/job",
+        "--setenv",
+        "PYTHONHASHSEED",
+        str(HASH_SEED),
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
     ]
 
 
@@ -155,10 +179,24 @@ def _unshare_prefix(workdir: str, uid: int) -> list[str]:
         ' cd /tmp && exec "$@"'
     )
     return [
-        "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
-        "/bin/sh", "-c", setup, workdir,
+        "unshare",
+        "--mount",
+        "--net",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "/bin/sh",
+        "-c",
+        setup,
+        workdir,
         *_drop_to(uid),
-        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/tmp", f"PYTHONHASHSEED={HASH_SEED}", "LANG=C.UTF-8",
+        "env",
+        "-i",
+        "PATH=/usr/bin:/bin",
+        "HOME=/tmp",
+        f"PYTHONHASHSEED={HASH_SEED}",
+        "LANG=C.UTF-8",
     ]
 
 
@@ -177,7 +215,9 @@ def detect_isolation() -> str:
             candidates.append(("unshare", _unshare_prefix(probe, NOBODY)))
         for name, prefix in candidates:
             try:
-                done = subprocess.run([*prefix, _python(), *PYTHON_FLAGS, "-c", "print(1)"], capture_output=True, timeout=20, cwd=probe)
+                done = subprocess.run(
+                    [*prefix, _python(), *PYTHON_FLAGS, "-c", "print(1)"], capture_output=True, timeout=20, cwd=probe
+                )
             except (OSError, subprocess.TimeoutExpired):
                 continue
             if done.returncode == 0 and done.stdout.strip() == b"1":
@@ -403,7 +443,7 @@ class Sandbox:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
-                    preexec_fn=self._set_limits,  # noqa: PLW1509 - single-threaded fork point
+                    preexec_fn=self._set_limits,  # single-threaded fork point
                     start_new_session=True,
                     env={"PATH": "/usr/bin:/bin"},
                 )
@@ -456,15 +496,29 @@ class _Worker:
         self._log = tempfile.TemporaryFile()
         processes = limits.processes if uid is not None else 0  # no count limit without a slot uid
         command = [
-            *_bwrap_prefix(self.root, uid, worker=True), _python(), *PYTHON_FLAGS,
-            "-c", _zygote_source(), str(theirs.fileno()), str(limits.cpu_s), str(limits.wall_s),
-            str(limits.memory_mb), str(limits.output_bytes), str(processes),
+            *_bwrap_prefix(self.root, uid, worker=True),
+            _python(),
+            *PYTHON_FLAGS,
+            "-c",
+            _zygote_source(),
+            str(theirs.fileno()),
+            str(limits.cpu_s),
+            str(limits.wall_s),
+            str(limits.memory_mb),
+            str(limits.output_bytes),
+            str(processes),
         ]
         try:
             self.process = subprocess.Popen(
-                command, cwd=self.root, stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
-                pass_fds=(theirs.fileno(),), preexec_fn=set_limits,  # noqa: PLW1509
-                start_new_session=True, env={"PATH": "/usr/bin:/bin"},
+                command,
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=self._log,
+                pass_fds=(theirs.fileno(),),
+                preexec_fn=set_limits,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin"},
             )
         except BaseException:
             theirs.close()

@@ -61,8 +61,13 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 #: the nodes, links and directories of bubblewrap's --dev, in its order (a listing of /dev shows it)
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
-DEV_LINKS = (("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
-             ("fd", "/proc/self/fd"), ("core", "/proc/kcore"))
+DEV_LINKS = (
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+    ("fd", "/proc/self/fd"),
+    ("core", "/proc/kcore"),
+)
 PROGRAM = "/tmp/job/main.py"
 PROGRAM_BYTES = PROGRAM.encode()
 
@@ -150,10 +155,12 @@ def main() -> _Start:
         message, ancillary, _flags, _address = sock.recvmsg(256, _socket.CMSG_SPACE(2 * 4))
         if not message:
             os._exit(0)  # the host hung up
-        fds = [int.from_bytes(data[i:i + 4], sys.byteorder)
-               for level, kind, data in ancillary
-               if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
-               for i in range(0, len(data) - len(data) % 4, 4)]
+        fds = [
+            int.from_bytes(data[i : i + 4], sys.byteorder)
+            for level, kind, data in ancillary
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+            for i in range(0, len(data) - len(data) % 4, 4)
+        ]
         name = message.decode("ascii", "replace")
         if len(fds) != 2 or not name.isalnum():
             for fd in fds:
@@ -188,8 +195,17 @@ def _on_child(_signum: int, _frame: object) -> None:
     """SIGCHLD's handler: the wakeup pipe does the work."""
 
 
-def _run_one(sock: _socket.socket, poller: select.poll, home: list[tuple[int, int]], last_pid: int, wake_r: int,
-             name: str, fds: list[int], wall_s: float, limits: tuple[float, int, int, int]) -> bytes | _Start:
+def _run_one(
+    sock: _socket.socket,
+    poller: select.poll,
+    home: list[tuple[int, int]],
+    last_pid: int,
+    wake_r: int,
+    name: str,
+    fds: list[int],
+    wall_s: float,
+    limits: tuple[float, int, int, int],
+) -> bytes | _Start:
     status_r, status_w = os.pipe()
     try:
         os.pwrite(last_pid, b"1", 0)  # the program is pid 2, as under bubblewrap's init
@@ -219,7 +235,7 @@ def _run_one(sock: _socket.socket, poller: select.poll, home: list[tuple[int, in
 
 
 class _Lines:
-    """The status pipe's lines: "ok" from P just before the program starts, or "fail ...". """
+    """The status pipe's lines: "ok" from P just before the program starts, or "fail ..."."""
 
     def __init__(self, fd: int) -> None:
         self.fd, self.buffer, self.closed = fd, b"", False
@@ -234,7 +250,9 @@ class _Lines:
         return [line.decode("utf-8", "replace") for line in complete]
 
 
-def _supervise(sock: _socket.socket, poller: select.poll, program: int, status_r: int, wake_r: int, wall_s: float) -> bytes:
+def _supervise(
+    sock: _socket.socket, poller: select.poll, program: int, status_r: int, wake_r: int, wall_s: float
+) -> bytes:
     """The worker's side of one program: reap orphans while it runs, kill everything it left when
     it exits or at the wall limit (counted from the fork), then say how it ended. The status pipe
     is read only then, when every writer is gone: waking the worker mid-run costs each program a
@@ -521,11 +539,22 @@ class _Exit:
             return False
         if out is None or err is None:
             return False
-        if (out.closed or err.closed or cls.threads() or cls.exit_callbacks() or cls.audits or cls.callbacks or cls.freeze_count()
-                or "threading" in cls.modules or "_ctypes" in cls.modules or "_xxsubinterpreters" in cls.modules
-                or sys.gettrace() is not None or sys.getprofile() is not None
-                or cls.tuple_(_warnings.filters) != cls.warning_filters
-                or cls.older_collections() != cls.collections):
+        if (
+            out.closed
+            or err.closed
+            or cls.threads()
+            or cls.exit_callbacks()
+            or cls.audits
+            or cls.callbacks
+            or cls.freeze_count()
+            or "threading" in cls.modules
+            or "_ctypes" in cls.modules
+            or "_xxsubinterpreters" in cls.modules
+            or sys.gettrace() is not None
+            or sys.getprofile() is not None
+            or cls.tuple_(_warnings.filters) != cls.warning_filters
+            or cls.older_collections() != cls.collections
+        ):
             return False
         has, is_instance, reference, type_ = cls.has, cls.is_instance, cls.reference, cls.type_
         for generation in (0, 1):

@@ -1,4 +1,4 @@
-"""schedule, play, rate, report: the same verbs as every benchmark, as plain functions."""
+"""schedule, play, rate, report: the verbs every benchmark answers, as functions of a VerbCall."""
 
 from __future__ import annotations
 
@@ -9,55 +9,88 @@ from pathlib import Path
 
 import polars as pl
 
-from coinflip.config import CoinflipParams
+from coinflip.config import CoinflipParams, load
 from coinflip.schemas import GamesSchema
 from pipeline.core.artifacts import content_id, seed_from, write_json_atomic, write_table
 from pipeline.core.rating.multipass import Pairwise, RatingParams, rating_summary
+from pipeline.core.run.verbs import VerbCall
 
 
-def schedule(params: CoinflipParams) -> dict[str, tuple[str, str, int]]:
+def games(params: CoinflipParams) -> dict[str, tuple[str, str, int]]:
     """Game id -> (player a, player b, repeat). An id is the content id of all that decides the game
     (rules version, players, their biases, repeat), so a new player adds games and changes none."""
-    games = {}
+    found = {}
     for a, b in itertools.combinations(sorted(params.players), 2):
         for repeat in range(params.games_per_pair):
             decided_by = ["coinflip-v1", a, params.players[a], b, params.players[b], repeat]
-            games[content_id(decided_by)] = (a, b, repeat)
-    return games
+            found[content_id(decided_by)] = (a, b, repeat)
+    return found
 
 
-def play(params: CoinflipParams, game_id: str, out: Path) -> None:
-    a, b, _ = schedule(params)[game_id]
-    rng = random.Random(seed_from("coinflip", game_id))  # never the global random
-    draws = {name: rng.random() ** (1.0 / max(params.players[name], 1e-6) - 1.0) for name in (a, b)}
-    record = {"game_id": game_id, "player_a": a, "player_b": b, "draw_a": draws[a], "draw_b": draws[b],
-              "winner": a if draws[a] >= draws[b] else b}
-    write_json_atomic(out / f"{game_id}.json", record)
+def schedule(call: VerbCall) -> dict[str, dict[str, object]]:
+    """Every scheduled game: the standard rules play one job per id, `schedule` lists them."""
+    return {
+        game_id: {"player_a": a, "player_b": b, "repeat": repeat}
+        for game_id, (a, b, repeat) in sorted(games(load(call.params)).items())
+    }
 
 
-def rate(params: CoinflipParams, games_dir: Path, out: Path) -> None:
-    rows = [json.loads((games_dir / f"{gid}.json").read_text()) for gid in sorted(schedule(params))]
-    games = write_table(out / "games.parquet", pl.DataFrame(rows), GamesSchema, sort_by=["game_id"])
-    events = [Pairwise(r["player_a"], r["player_b"], "a" if r["winner"] == r["player_a"] else "b")
-              for r in games.iter_rows(named=True)]
-    summary = rating_summary(events, RatingParams(draw_probability=0.0), params.passes, seed_from("coinflip-rate"),
-                             params.bootstrap_resamples)
-    wins = games.group_by("winner").len()
+def play(call: VerbCall) -> None:
+    """flip scheduled games; write <out>/games/<game_id>.json"""
+    params = load(call.params)
+    scheduled = games(params)
+    for game_id in call.jobs:
+        a, b, _ = scheduled[game_id]
+        rng = random.Random(seed_from("coinflip", game_id))  # never the global random
+        draws = {name: rng.random() ** (1.0 / max(params.players[name], 1e-6) - 1.0) for name in (a, b)}
+        record = {
+            "game_id": game_id,
+            "player_a": a,
+            "player_b": b,
+            "draw_a": draws[a],
+            "draw_b": draws[b],
+            "winner": a if draws[a] >= draws[b] else b,
+        }
+        write_json_atomic(Path(call.out) / "games" / f"{game_id}.json", record)
+
+
+def rate(call: VerbCall) -> None:
+    """games.parquet, TrueSkill and metrics.json from every scheduled game"""
+    params, out = load(call.params), Path(call.out)
+    rows = [json.loads((out / "games" / f"{gid}.json").read_text()) for gid in sorted(games(params))]
+    table = write_table(out / "games.parquet", pl.DataFrame(rows), GamesSchema, sort_by=["game_id"])
+    events = [
+        Pairwise(r["player_a"], r["player_b"], "a" if r["winner"] == r["player_a"] else "b")
+        for r in table.iter_rows(named=True)
+    ]
+    summary = rating_summary(
+        events,
+        RatingParams(draw_probability=0.0),
+        params.passes,
+        seed_from("coinflip-rate"),
+        params.bootstrap_resamples,
+    )
+    wins = table.group_by("winner").len()
     won = dict(zip(wins["winner"], wins["len"], strict=True))
     metrics = {
         row["player"]: {
             "wins": int(won.get(row["player"], 0)),
-            "trueskill_mu": round(row["mu"], 4), "trueskill_sigma": round(row["sigma"], 4),
-            "trueskill_rank": row["rank"], "trueskill_rank_lo": row["rank_lo"], "trueskill_rank_hi": row["rank_hi"],
-            "trueskill_games": row["events"], "trueskill_resamples": row["resamples"],
+            "trueskill_mu": round(row["mu"], 4),
+            "trueskill_sigma": round(row["sigma"], 4),
+            "trueskill_rank": row["rank"],
+            "trueskill_rank_lo": row["rank_lo"],
+            "trueskill_rank_hi": row["rank_hi"],
+            "trueskill_games": row["events"],
+            "trueskill_resamples": row["resamples"],
         }
         for row in summary.iter_rows(named=True)
     }
     write_json_atomic(out / "metrics.json", metrics)
 
 
-def report(out: Path) -> None:
-    """What people read: the wins and ratings as a Markdown table (a real benchmark draws plots)."""
+def report(call: VerbCall) -> None:
+    """summary.md from the ratings: what people read (a real benchmark draws plots)"""
+    out = Path(call.out)
     metrics = json.loads((out / "metrics.json").read_text())
     lines = ["| player | wins | TrueSkill mu | rank |", "| --- | ---: | ---: | ---: |"]
     for player, m in sorted(metrics.items(), key=lambda item: item[1]["trueskill_rank"]):

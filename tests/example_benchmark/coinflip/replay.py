@@ -11,10 +11,15 @@ def replays(bench: BenchmarkResults, limit: int = 0) -> ReplaySet | None:
     if games is None:
         return None
     rows = list(games.iter_rows(named=True))
-    pages = [GamePage(key=r["game_id"], cells=[r["game_id"], r["player_a"], r["player_b"], r["winner"]],
-                      title=f"Coin flip {r['game_id']}", context={"game": {**r, "draw_a": num(r["draw_a"]),
-                                                                            "draw_b": num(r["draw_b"])}})
-             for r in (rows[:limit] if limit else rows)]
+    pages = [
+        GamePage(
+            key=r["game_id"],
+            cells=[r["game_id"], r["player_a"], r["player_b"], r["winner"]],
+            title=f"Coin flip {r['game_id']}",
+            context={"game": {**r, "draw_a": num(r["draw_a"]), "draw_b": num(r["draw_b"])}},
+        )
+        for r in (rows[:limit] if limit else rows)
+    ]
     return ReplaySet(TEMPLATE, ["game", "a", "b", "winner"], "Games", pages)
 
 
