@@ -1,6 +1,7 @@
 """Rating: multi-pass TrueSkill with bootstrap intervals. The rated events and settings
-(`events`), the passes and the summary (`multipass`), the vectorised engines (`fast`, `kernel`)
-and the `rating:` params section every benchmark shares (`settings`).
+(`events`), the passes and the summary (`multipass`), the vectorised engines (`fast`, `kernel`),
+the `rating:` params section every benchmark shares (`settings`) and the adaptive schedule with
+its rate correction (`adaptive`).
 
 The names below are the public API, imported on first use (SPEC 1 lazy loading): importing
 the package costs nothing until a name is used."""
@@ -12,6 +13,23 @@ from typing import TYPE_CHECKING
 from pipeline.core import lazy_exports
 
 if TYPE_CHECKING:
+    from pipeline.core.rating.adaptive import (
+        AdaptiveSchedule,
+        RateEstimate,
+        Round,
+        Standing,
+        StopReason,
+        adjacent_unseparated,
+        fixed_round,
+        meetings,
+        new_standing,
+        next_round,
+        opponent_rates,
+        pair_weights,
+        separable,
+        stop_reason,
+        update_standings,
+    )
     from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams, TeamMatch
     from pipeline.core.rating.multipass import (
         MIN_SETTLED_GAMES,
@@ -24,6 +42,21 @@ if TYPE_CHECKING:
     from pipeline.core.rating.settings import with_defaults
 
 _EXPORTS = {
+    "AdaptiveSchedule": "adaptive",
+    "RateEstimate": "adaptive",
+    "Round": "adaptive",
+    "Standing": "adaptive",
+    "StopReason": "adaptive",
+    "adjacent_unseparated": "adaptive",
+    "fixed_round": "adaptive",
+    "meetings": "adaptive",
+    "new_standing": "adaptive",
+    "next_round": "adaptive",
+    "opponent_rates": "adaptive",
+    "pair_weights": "adaptive",
+    "separable": "adaptive",
+    "stop_reason": "adaptive",
+    "update_standings": "adaptive",
     "FreeForAll": "events",
     "Pairwise": "events",
     "RatingEvent": "events",
@@ -39,16 +72,31 @@ _EXPORTS = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
+    "AdaptiveSchedule",
     "FreeForAll",
     "MIN_SETTLED_GAMES",
     "MIN_SETTLED_RESAMPLES",
     "Pairwise",
+    "RateEstimate",
     "RatingEvent",
     "RatingParams",
+    "Round",
+    "Standing",
+    "StopReason",
     "TeamMatch",
+    "adjacent_unseparated",
     "apply_event",
+    "fixed_round",
+    "meetings",
     "multi_pass",
+    "new_standing",
+    "next_round",
+    "opponent_rates",
+    "pair_weights",
     "pass_ratings",
     "rating_summary",
+    "separable",
+    "stop_reason",
+    "update_standings",
     "with_defaults",
 ]

@@ -1,0 +1,361 @@
+"""Adaptive against fixed schedules on synthetic fields with known skills: games to a target rank
+accuracy, interval coverage, and the saving (issue 28).
+
+Fields: 8, 16 and 48 models whose true skills are the normal quantiles of TrueSkill's prior
+(``mu + sigma * Phi^-1((i + 1/2) / n)``: a crowded middle and spread-out ends, with no accidental
+near-ties), names shuffled so that name order says nothing. Shapes: pairwise (SKATE), 6-seat
+(Who is Spy's table, as a free-for-all) and 8-seat free-for-all (Elimination); each round plays
+``players // seats`` tables. Outcomes follow TrueSkill's own (Thurstone) model: each seated model
+performs its skill plus Gaussian noise of sd beta, and the table is ranked by performance.
+
+Per field, shape and seed both schedules play the same number of rounds:
+
+- fixed (the baseline): `fixed_round`, balanced random tables blind to results, as the
+  benchmarks' fixed schedules;
+- adaptive: `next_round` from the online TrueSkill standings (`update_standings`) after each round.
+
+Accuracy at a checkpoint is Kendall's tau between the true order and the multi-pass rating of the
+games so far (`--passes` seeded orders through the compiled engine, `rate_rows`), averaged over
+seeds. "Games to target" is the first game count at which the seed-mean tau reaches `--target-tau`
+(linearly interpolated between checkpoints). Coverage: at that game count, `rating_summary` with a
+bootstrap (`--resamples`) gives every model a rank interval; the share of models whose true rank
+lies inside it, over seeds (an unsettled model's interval is the whole field and counts as
+covering; the share of settled models is reported beside it). Saving = 1 - adaptive / fixed games.
+
+    nice -n 19 .venv/bin/python bench/adaptive.py [--seeds 6] [--sizes 8 16 48]
+
+Writes bench/results/adaptive.json and docs/img/adaptive_accuracy.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import load_average, write_result
+
+from pipeline.core.artifacts import seed_from
+from pipeline.core.rating.adaptive import (
+    AdaptiveSchedule,
+    Round,
+    Standing,
+    fixed_round,
+    meetings,
+    new_standing,
+    next_round,
+    update_standings,
+)
+from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
+from pipeline.core.rating.fast import compile_events, rate_rows
+from pipeline.core.rating.multipass import pass_orders, rating_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+PLOT_STEM = ROOT / "docs" / "img" / "adaptive_accuracy"
+TARGET_SAVING = 0.35
+TARGET_COVERAGE = 0.90
+# Static skills (tau 0) and no draws: the simulation's outcomes come from this very model.
+PARAMS = RatingParams(mu=25.0, sigma=25.0 / 3.0, beta=25.0 / 6.0, tau=0.0, draw_probability=0.0)
+SHAPES = {"pairwise": 2, "6-seat": 6, "8-seat": 8}
+# Rounds played per field size and shape: enough for the fixed schedule to pass the target
+# accuracy with room to spare (games per model ~ rounds * seats * tables / players).
+GAMES_PER_MODEL = {"pairwise": 160, "6-seat": 60, "8-seat": 50}
+
+
+@dataclass(frozen=True)
+class Field:
+    names: tuple[str, ...]
+    skills: np.ndarray  # true skill per name
+    true_rank: dict[str, int]  # 1 = best
+
+
+def make_field(n: int, seed: int) -> Field:
+    quantiles = [NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+    skills = np.array([PARAMS.mu + PARAMS.sigma * q for q in quantiles])
+    rng = np.random.default_rng(seed_from("adaptive-bench-field", n, seed))
+    names = tuple(f"model-{i:02d}" for i in rng.permutation(n))
+    order = sorted(range(n), key=lambda i: -skills[i])
+    return Field(names, skills, {names[i]: place for place, i in enumerate(order, start=1)})
+
+
+def play(round_: Round, field: Field, noise: dict[str, np.ndarray], games: dict[str, int]) -> list[RatingEvent]:
+    """A model's k-th game uses noise[model][k] whichever schedule seated it (common random
+    numbers): the schedules differ only in who meets whom, not in luck."""
+    skill = dict(zip(field.names, field.skills))
+    events: list[RatingEvent] = []
+    for table in round_.tables:
+        performance = [skill[name] + noise[name][games[name]] for name in table]
+        if len(table) == 2:
+            events.append(Pairwise(table[0], table[1], "a" if performance[0] > performance[1] else "b"))
+        else:
+            order = np.argsort(-np.array(performance))
+            events.append(FreeForAll({table[k]: place for place, k in enumerate(order, start=1)}))
+    return events
+
+
+def run_schedule(kind: str, field: Field, seats: int, rounds: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
+    """Play `rounds` rounds; return the events and the game count after each round."""
+    schedule = AdaptiveSchedule(seats=seats, tables_per_round=len(field.names) // seats)
+    standings: dict[str, Standing] = {name: new_standing(PARAMS) for name in field.names}
+    games = dict.fromkeys(field.names, 0)
+    outcome_rng = np.random.default_rng(seed_from("adaptive-bench-outcomes", len(field.names), seats, seed))
+    noise = {name: outcome_rng.normal(0.0, PARAMS.beta, size=rounds) for name in field.names}
+    events: list[RatingEvent] = []
+    after: list[int] = []
+    met: dict[tuple[str, str], int] = {}
+    for r in range(rounds):
+        if kind == "adaptive":
+            round_ = next_round(standings, schedule, PARAMS, seed, r, met)
+        else:
+            round_ = fixed_round(games, schedule, seed, r)
+        played = play(round_, field, noise, games)
+        if kind == "adaptive":
+            standings = update_standings(standings, played, PARAMS)
+            for pair, count in meetings(played).items():
+                met[pair] = met.get(pair, 0) + count
+        for name in round_.players:
+            games[name] += 1
+        events.extend(played)
+        after.append(len(events))
+    return events, after
+
+
+def kendall_tau(true_rank: np.ndarray, score: np.ndarray) -> float:
+    """tau-a between the true ranks (1 = best) and scores (higher = better)."""
+    n = len(true_rank)
+    i, j = np.triu_indices(n, 1)
+    concordant = np.sign(true_rank[j] - true_rank[i]) * np.sign(score[i] - score[j])
+    return float(concordant.sum() / (n * (n - 1) / 2))
+
+
+def tau_curve(events: list[RatingEvent], field: Field, checkpoints: list[int], passes: int, seed: int) -> list[float]:
+    names = sorted(field.names)
+    index = {name: k for k, name in enumerate(names)}
+    true = np.array([field.true_rank[name] for name in names])
+    table = compile_events(events, index)
+    taus = []
+    for games in checkpoints:
+        orders = np.stack(pass_orders(games, passes, seed))
+        mus, _ = rate_rows(table, orders, len(names), PARAMS)
+        taus.append(kendall_tau(true, mus.mean(axis=0)))
+    return taus
+
+
+def crossing(games: list[int], taus: list[float], target: float) -> float | None:
+    """First game count where the curve reaches `target`, interpolated; None if never."""
+    for k, tau in enumerate(taus):
+        if tau >= target:
+            if k == 0:
+                return float(games[0])
+            g0, g1, t0, t1 = games[k - 1], games[k], taus[k - 1], taus[k]
+            return float(g0 + (g1 - g0) * (target - t0) / (t1 - t0))
+    return None
+
+
+def coverage(events: list[RatingEvent], field: Field, resamples: int, passes: int, seed: int) -> tuple[float, float]:
+    summary = rating_summary(events, PARAMS, passes, seed, resamples, bootstrap_passes=2)
+    covered = [
+        lo <= field.true_rank[p] <= hi for p, lo, hi in zip(summary["player"], summary["rank_lo"], summary["rank_hi"])
+    ]
+    return float(np.mean(covered)), float(summary["settled"].mean())
+
+
+def measure(n: int, shape: str, seeds: int, args: argparse.Namespace) -> dict[str, Any]:
+    seats = SHAPES[shape]
+    tables = n // seats
+    rounds = math.ceil(GAMES_PER_MODEL[shape] * n / (seats * tables))
+    # Every round while that is affordable, so small game counts are resolved; else evenly spaced.
+    check_rounds = sorted({max(1, round(rounds * (k + 1) / args.checkpoints)) for k in range(args.checkpoints)})
+    result: dict[str, Any] = {"models": n, "shape": shape, "seats": seats, "tables_per_round": tables}
+    curves: dict[str, np.ndarray] = {}
+    played: dict[str, list[list[RatingEvent]]] = {}
+    games_axis: list[int] = []
+    for kind in ("fixed", "adaptive"):
+        per_seed = []
+        played[kind] = []
+        for s in range(seeds):
+            field = make_field(n, s)
+            events, after = run_schedule(kind, field, seats, rounds, s)
+            games_axis = [after[r - 1] for r in check_rounds]
+            per_seed.append(tau_curve(events, field, games_axis, args.passes, s))
+            played[kind].append(events)
+        curves[kind] = np.mean(per_seed, axis=0)
+    result["curve_games"] = games_axis
+    for kind in ("fixed", "adaptive"):
+        need = crossing(games_axis, list(curves[kind]), args.target_tau)
+        cov: list[float] = []
+        settled: list[float] = []
+        if need is not None:
+            for s in range(seeds):
+                field = make_field(n, s)
+                c, st = coverage(played[kind][s][: math.ceil(need)], field, args.resamples, args.passes, s)
+                cov.append(c)
+                settled.append(st)
+        # At the end of the budget every model has enough games for a settled interval.
+        end = [coverage(played[kind][s], make_field(n, s), args.resamples, args.passes, s) for s in range(seeds)]
+        higher = crossing(games_axis, list(curves[kind]), args.high_tau)
+        result[kind] = {
+            "games_to_target": None if need is None else round(need, 1),
+            f"games_to_tau_{args.high_tau:g}": None if higher is None else round(higher, 1),
+            "coverage_at_budget": round(float(np.mean([c for c, _ in end])), 3),
+            "settled_share_at_budget": round(float(np.mean([st for _, st in end])), 3),
+            "coverage": round(float(np.mean(cov)), 3) if cov else None,
+            "settled_share": round(float(np.mean(settled)), 3) if settled else None,
+            "final_tau": round(float(curves[kind][-1]), 3),
+            "curve_tau": [round(float(t), 4) for t in curves[kind]],
+        }
+    fixed_games, adaptive_games = result["fixed"]["games_to_target"], result["adaptive"]["games_to_target"]
+    if fixed_games and adaptive_games:
+        result["saving"] = round(1.0 - adaptive_games / fixed_games, 3)
+    else:
+        result["saving"] = None
+    high_key = f"games_to_tau_{args.high_tau:g}"
+    fixed_high, adaptive_high = result["fixed"][high_key], result["adaptive"][high_key]
+    result[f"saving_at_tau_{args.high_tau:g}"] = (
+        round(1.0 - adaptive_high / fixed_high, 3) if fixed_high and adaptive_high else None
+    )
+    result["games_budget"] = games_axis[-1]
+    return result
+
+
+def plot(configs: list[dict[str, Any]], target_tau: float) -> list[Path]:
+    import altair as alt
+
+    from pipeline.core.artifacts import save_chart
+
+    rows = []
+    for config in configs:
+        for kind in ("fixed", "adaptive"):
+            for games, tau in zip(config["curve_games"], config[kind]["curve_tau"]):
+                rows.append(
+                    {
+                        "field": f"{config['models']} models",
+                        "shape": config["shape"],
+                        "schedule": kind,
+                        "games": games,
+                        "kendall_tau": tau,
+                    }
+                )
+    data = alt.Data(values=rows)  # plain records: no pandas/pyarrow conversion needed
+    lines = (
+        alt.Chart()
+        .mark_line()
+        .encode(
+            x=alt.X("games:Q", title="games played"),
+            y=alt.Y("kendall_tau:Q", title="Kendall tau to the true order", scale=alt.Scale(domain=[0.0, 1.0])),
+            color=alt.Color("schedule:N", title="schedule"),
+        )
+        .properties(width=220, height=150)
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(y=alt.datum(target_tau))
+    chart = (
+        alt.layer(lines, rule, data=data)
+        .facet(row=alt.Row("field:N", title=None), column=alt.Column("shape:N", title=None))
+        .resolve_scale(x="independent")
+        .properties(title="Rank accuracy against games: fixed vs adaptive schedule (mean over seeds)")
+    )
+    return save_chart(chart, PLOT_STEM, formats=("png",))  # the PNG is committed; html/svg would be ~1 MB
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 48])
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--seeds", type=int, default=24)
+    parser.add_argument("--target-tau", type=float, default=0.9)
+    parser.add_argument("--high-tau", type=float, default=0.95, help="a stricter accuracy, reported beside")
+    parser.add_argument("--checkpoints", type=int, default=120)
+    parser.add_argument("--passes", type=int, default=4)
+    parser.add_argument("--resamples", type=int, default=40)
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args()
+
+    load_before = load_average()
+    started = time.perf_counter()
+    configs = []
+    for n in args.sizes:
+        for shape in args.shapes:
+            t0 = time.perf_counter()
+            config = measure(n, shape, args.seeds, args)
+            config["wall_s"] = round(time.perf_counter() - t0, 1)
+            configs.append(config)
+            print(
+                f"{n:3d} {shape:8s} fixed {config['fixed']['games_to_target']} adaptive "
+                f"{config['adaptive']['games_to_target']} saving {config['saving']} coverage "
+                f"{config['fixed']['coverage']}/{config['adaptive']['coverage']} ({config['wall_s']} s)",
+                file=sys.stderr,
+            )
+    wall = time.perf_counter() - started
+    plots = [] if args.no_plot else [str(p.relative_to(ROOT)) for p in plot(configs, args.target_tau)]
+
+    fixed_total = sum(c["fixed"]["games_to_target"] or 0 for c in configs if c["saving"] is not None)
+    adaptive_total = sum(c["adaptive"]["games_to_target"] or 0 for c in configs if c["saving"] is not None)
+    savings = [c["saving"] for c in configs if c["saving"] is not None]
+    coverages = [c[k]["coverage"] for c in configs for k in ("fixed", "adaptive") if c[k]["coverage"] is not None]
+    table = [
+        {
+            "models": c["models"],
+            "shape": c["shape"],
+            "fixed_games": c["fixed"]["games_to_target"],
+            "adaptive_games": c["adaptive"]["games_to_target"],
+            "saving": c["saving"],
+            "fixed_coverage": c["fixed"]["coverage"],
+            "adaptive_coverage": c["adaptive"]["coverage"],
+            "fixed_coverage_at_budget": c["fixed"]["coverage_at_budget"],
+            "adaptive_coverage_at_budget": c["adaptive"]["coverage_at_budget"],
+            f"saving_at_tau_{args.high_tau:g}": c[f"saving_at_tau_{args.high_tau:g}"],
+            "meets_saving": c["saving"] is not None and c["saving"] >= TARGET_SAVING,
+            "meets_coverage": c["adaptive"]["coverage"] is not None
+            and min(c["adaptive"]["coverage"], c["adaptive"]["coverage_at_budget"]) >= TARGET_COVERAGE,
+        }
+        for c in configs
+    ]
+    write_result(
+        "adaptive",
+        metric=f"games to reach Kendall tau {args.target_tau:g} to the true order (seed mean), adaptive schedule, "
+        "summed over the configurations where both schedules reach it",
+        value=round(adaptive_total, 1),
+        unit="games",
+        target=f">= {TARGET_SAVING:.0%} fewer games than the fixed schedule at equal accuracy, per shape and field "
+        f"size, with rank-interval coverage >= {TARGET_COVERAGE:.0%}",
+        baseline={
+            "description": "the fixed schedule (balanced random tables each round, blind to results): the same fields, "
+            "shapes, seeds and rounds, in the same run",
+            "unit": "games",
+            "value": round(fixed_total, 1),
+        },
+        saving_overall=round(1.0 - adaptive_total / fixed_total, 3) if fixed_total else None,
+        saving_min=min(savings) if savings else None,
+        saving_median=float(np.median(savings)) if savings else None,
+        coverage_min=min(coverages) if coverages else None,
+        meets_target=bool(all(row["meets_saving"] and row["meets_coverage"] for row in table)),
+        table=table,
+        configs=configs,
+        seeds=args.seeds,
+        target_tau=args.target_tau,
+        passes=args.passes,
+        resamples=args.resamples,
+        games_per_model_budget=GAMES_PER_MODEL,
+        rating_params={k: getattr(PARAMS, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")},
+        plots=plots,
+        wall_s=round(wall, 1),
+        threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        load_avg_before=load_before,
+        load_avg_after=load_average(),
+        pid_nice=os.nice(0),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

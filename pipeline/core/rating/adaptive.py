@@ -1,0 +1,421 @@
+"""Adaptive tournaments: play the games that separate the models, stop when the ranking is settled.
+
+A fixed schedule decides every table before any game. This one works in rounds: after each round
+the ratings are updated (`update_standings`, one online TrueSkill step per game through the
+compiled engine), and `next_round` picks the next round's tables from them:
+
+- a pair of models is worth playing when TrueSkill's match quality is high (the outcome is
+  uncertain, so it moves the ratings) and their sigmas are large (there is much to learn), and
+  more so when they are neighbours by mu whose intervals still overlap (the ranking is unsettled
+  exactly there); `pair_weights` is that score;
+- each table starts from an anchor, the model that most needs games (overdue first, then the
+  largest sigma, so a new model gets its placement games at once), and is filled greedily with
+  the unseated models that add the most pair weight; ties are broken by a seeded numpy Generator
+  (`seed_from`), so the same inputs always give the same tables;
+- no model starves: one that has sat out `max_idle_rounds` rounds is seated before anyone else.
+
+`stop_reason` says when to stop: every adjacent pair by mu separable (intervals mu +- z*sigma
+apart), or the games budget spent. `fixed_round` is the fixed schedule's balanced random tables,
+kept beside it so the two are compared on equal terms (`bench/adaptive.py`).
+
+Validity (docs/adaptive.md): TrueSkill's posterior is a likelihood-based estimate, and a choice
+of opponents that depends only on past results is ignorable for it, so ratings and their ordering
+need no correction. Rates are different: a strong model that the schedule keeps pairing with
+strong opponents wins less often than against the field. `opponent_rates` gives the naive rate
+and the corrected one, the mean over opponents of the per-opponent rate (a uniform mix of
+opponents, whatever the schedule chose).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from pipeline.core.artifacts import seed_from
+from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
+from pipeline.core.rating.fast import compile_events, rate_rows
+
+__all__ = [
+    "AdaptiveSchedule",
+    "RateEstimate",
+    "Round",
+    "Standing",
+    "StopReason",
+    "adjacent_unseparated",
+    "fixed_round",
+    "meetings",
+    "new_standing",
+    "next_round",
+    "opponent_rates",
+    "pair_weights",
+    "separable",
+    "stop_reason",
+    "update_standings",
+]
+
+StopReason = Literal["separated", "budget"]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the schedule knows of one model: its current rating, games played, and how many
+    rounds in a row it has sat out (0: it played in the last round)."""
+
+    mu: float
+    sigma: float
+    games: int = 0
+    idle_rounds: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.mu) and math.isfinite(self.sigma)) or self.sigma <= 0:
+            raise ValueError(f"a Standing needs a finite mu and a positive sigma, got {self.mu!r}, {self.sigma!r}")
+        if self.games < 0 or self.idle_rounds < 0:
+            raise ValueError(f"games and idle_rounds must be >= 0, got {self.games}, {self.idle_rounds}")
+
+
+def new_standing(params: RatingParams) -> Standing:
+    """A model with no games: the prior. Its sigma is the largest any model can have (TrueSkill
+    only shrinks sigma when tau is 0, and barely grows it otherwise), which is what gives a new
+    model its placement games first (`next_round` anchors tables on the largest sigma)."""
+    return Standing(mu=params.mu, sigma=params.sigma)
+
+
+@dataclass(frozen=True)
+class AdaptiveSchedule:
+    """The shape of a round and the rules of the adaptive schedule.
+
+    `seats`: players per game (2 = pairwise, SKATE; 6 = Who is Spy's table; 8 = Elimination).
+    `tables_per_round`: games played per round (at most players // seats are seated).
+    `z`: two models are separable when ``mu_a - z*sigma_a > mu_b + z*sigma_b``.
+    `max_idle_rounds`: a model that has sat out this many rounds is seated first next round.
+    `adjacency_bonus`: extra weight (as a multiple) for neighbours by mu that are not separable.
+    `budget_games`: stop after this many games (None: only the separation rule stops).
+    """
+
+    seats: int = 2
+    tables_per_round: int = 1
+    z: float = 1.0
+    max_idle_rounds: int = 3
+    adjacency_bonus: float = 1.0
+    budget_games: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.seats < 2:
+            raise ValueError(f"seats must be >= 2, got {self.seats}")
+        if self.tables_per_round < 1:
+            raise ValueError(f"tables_per_round must be >= 1, got {self.tables_per_round}")
+        if not (math.isfinite(self.z) and self.z >= 0):
+            raise ValueError(f"z must be a finite number >= 0, got {self.z!r}")
+        if self.max_idle_rounds < 0:
+            raise ValueError(f"max_idle_rounds must be >= 0, got {self.max_idle_rounds}")
+        if not (math.isfinite(self.adjacency_bonus) and self.adjacency_bonus >= 0):
+            raise ValueError(f"adjacency_bonus must be a finite number >= 0, got {self.adjacency_bonus!r}")
+        if self.budget_games is not None and self.budget_games < 0:
+            raise ValueError(f"budget_games must be >= 0 or None, got {self.budget_games}")
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round's tables, each a tuple of model names (seat order as chosen)."""
+
+    index: int
+    tables: tuple[tuple[str, ...], ...]
+
+    @property
+    def players(self) -> frozenset[str]:
+        return frozenset(name for table in self.tables for name in table)
+
+
+def separable(a: Standing, b: Standing, z: float) -> bool:
+    """Whether the intervals mu +- z*sigma of two models no longer overlap."""
+    high, low = (a, b) if a.mu >= b.mu else (b, a)
+    return high.mu - z * high.sigma > low.mu + z * low.sigma
+
+
+def _by_mu(standings: Mapping[str, Standing]) -> list[str]:
+    # Highest mu first; equal mus by name, as rating_summary ranks them.
+    return sorted(standings, key=lambda name: (-standings[name].mu, name))
+
+
+def adjacent_unseparated(standings: Mapping[str, Standing], z: float) -> list[tuple[str, str]]:
+    """Neighbours by mu (higher first) whose intervals still overlap: where the ranking is open."""
+    order = _by_mu(standings)
+    return [(high, low) for high, low in zip(order, order[1:]) if not separable(standings[high], standings[low], z)]
+
+
+def stop_reason(standings: Mapping[str, Standing], schedule: AdaptiveSchedule, games_played: int) -> StopReason | None:
+    """ "budget" once `budget_games` games are played, "separated" once every adjacent pair is
+    separable (a field of one model counts as separated), None to play on."""
+    if schedule.budget_games is not None and games_played >= schedule.budget_games:
+        return "budget"
+    if standings and not adjacent_unseparated(standings, schedule.z):
+        return "separated"
+    return None
+
+
+def _arrays(standings: Mapping[str, Standing], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    return (
+        np.array([standings[n].mu for n in names], dtype=np.float64),
+        np.array([standings[n].sigma for n in names], dtype=np.float64),
+    )
+
+
+def meetings(events: Sequence[RatingEvent]) -> dict[tuple[str, str], int]:
+    """How often each pair (names sorted) sat at the same table."""
+    met: dict[tuple[str, str], int] = {}
+    for event in events:
+        players = sorted(event.players)
+        for k, a in enumerate(players):
+            for b in players[k + 1 :]:
+                met[a, b] = met.get((a, b), 0) + 1
+    return met
+
+
+def pair_weights(
+    standings: Mapping[str, Standing],
+    names: Sequence[str],
+    params: RatingParams,
+    schedule: AdaptiveSchedule,
+    met: Mapping[tuple[str, str], int] | None = None,
+) -> np.ndarray:
+    """``[n, n]`` worth of a game between each pair (0 on the diagonal).
+
+    TrueSkill's two-player match quality, ``sqrt(2 beta^2 / c^2) * exp(-dmu^2 / (2 c^2))`` with
+    ``c^2 = 2 beta^2 + sigma_i^2 + sigma_j^2``, is the chance of a draw relative to the most even
+    game: high where the outcome is least predictable, so where a result moves the ratings most.
+    It is multiplied by ``sigma_i^2 + sigma_j^2`` (how much is still unknown about the two) and by
+    ``1 + adjacency_bonus`` for neighbours by mu that are not yet separable, the pairs that decide
+    whether the ranking is settled. Finally it is divided by ``1 + games the pair already
+    played together`` (`met`, from `meetings`): TrueSkill keeps one sigma per model and no
+    covariance, so it cannot see that the hundredth game between the same two neighbours adds
+    almost nothing (the variance of their estimated difference falls like 1/n) while the gap to
+    the next neighbour has never been tested. Without it the schedule settles into fixed
+    couples and the order between couples is never checked (measured: Kendall tau fell with
+    more games).
+    """
+    mu, sigma = _arrays(standings, names)
+    var = sigma**2
+    c2 = 2 * params.beta**2 + var[:, None] + var[None, :]
+    quality = np.sqrt(2 * params.beta**2 / c2) * np.exp(-((mu[:, None] - mu[None, :]) ** 2) / (2 * c2))
+    weights = quality * (var[:, None] + var[None, :])
+    index = {name: i for i, name in enumerate(names)}
+    for high, low in adjacent_unseparated(standings, schedule.z):
+        i, j = index[high], index[low]
+        weights[i, j] *= 1 + schedule.adjacency_bonus
+        weights[j, i] = weights[i, j]
+    if met:
+        together = np.zeros_like(weights)
+        for (a, b), count in met.items():
+            if a in index and b in index:
+                together[index[a], index[b]] = together[index[b], index[a]] = count
+        weights = weights / (1.0 + together)
+    np.fill_diagonal(weights, 0.0)
+    return weights
+
+
+def _round_rng(kind: str, seed: int, round_index: int) -> np.random.Generator:
+    # Content-addressed: the round's draws depend on the tournament's seed and the round only.
+    return np.random.default_rng(seed_from("adaptive-schedule", kind, seed, round_index))
+
+
+def _tables_this_round(n_players: int, schedule: AdaptiveSchedule) -> int:
+    return min(schedule.tables_per_round, n_players // schedule.seats)
+
+
+def next_round(
+    standings: Mapping[str, Standing],
+    schedule: AdaptiveSchedule,
+    params: RatingParams,
+    seed: int,
+    round_index: int,
+    met: Mapping[tuple[str, str], int] | None = None,
+) -> Round:
+    """The next round's tables, chosen to reduce the ranking's uncertainty the most.
+
+    Anchors, in order of need: models overdue (idle for `max_idle_rounds` rounds or more, most
+    idle first), then by ``sigma^2 * (1 + adjacency_bonus * open neighbours)``, so a new model
+    (prior sigma, the largest) anchors a table, and plays its placement games, before anyone
+    else. Each table is filled greedily: the next seat goes to the unseated model whose pair
+    weights (`pair_weights`) with those already seated sum highest. Every choice breaks ties with
+    a seeded random key, drawn once per model and round, so the result depends only on the
+    inputs. A round seats at most ``players // seats`` tables. `met`: the pair counts of the
+    games so far (`meetings`), which discount pairs already played often (see `pair_weights`).
+    """
+    names = sorted(standings)
+    n = len(names)
+    tables = _tables_this_round(n, schedule)
+    if tables == 0:
+        return Round(round_index, ())
+    rng = _round_rng("adaptive", seed, round_index)
+    jitter = rng.random(n)  # one key per model: breaks exact ties, never outweighs a real difference
+    weights = pair_weights(standings, names, params, schedule, met)
+    _, sigma = _arrays(standings, names)
+    open_neighbours = np.zeros(n)
+    index = {name: i for i, name in enumerate(names)}
+    for high, low in adjacent_unseparated(standings, schedule.z):
+        open_neighbours[index[high]] += 1
+        open_neighbours[index[low]] += 1
+    need = sigma**2 * (1 + schedule.adjacency_bonus * open_neighbours)
+    idle = np.array([standings[name].idle_rounds for name in names])
+    overdue = idle >= schedule.max_idle_rounds
+    # lexsort: the last key sorts first. Overdue before the rest, then most idle (among the
+    # overdue), then greatest need, then the seeded key.
+    anchor_order = np.lexsort((jitter, -need, -np.where(overdue, idle, 0), ~overdue))
+    seated = np.zeros(n, dtype=bool)
+    chosen: list[tuple[str, ...]] = []
+    for _ in range(tables):
+        anchor = next(int(i) for i in anchor_order if not seated[i])
+        members = [anchor]
+        seated[anchor] = True
+        for _seat in range(schedule.seats - 1):
+            gain = weights[:, members].sum(axis=1)
+            # Overdue models take the open seats first, so starvation ends this round.
+            score = np.where(overdue, gain + weights.max() * schedule.seats + 1.0, gain)
+            score = np.where(seated, -np.inf, score)
+            best = np.flatnonzero(score == score.max())
+            pick = int(best[np.argmax(jitter[best])])
+            members.append(pick)
+            seated[pick] = True
+        chosen.append(tuple(names[i] for i in members))
+    return Round(round_index, tuple(chosen))
+
+
+def fixed_round(
+    games: Mapping[str, int],
+    schedule: AdaptiveSchedule,
+    seed: int,
+    round_index: int,
+) -> Round:
+    """The fixed schedule's round: balanced random tables, blind to results.
+
+    The models with the fewest games are seated first (random order among equals, from the
+    seeded Generator), then shuffled into tables of `seats`: every model plays about equally
+    often and meets a uniform mix of opponents, as the benchmarks' fixed schedules do.
+    """
+    names = sorted(games)
+    tables = _tables_this_round(len(names), schedule)
+    if tables == 0:
+        return Round(round_index, ())
+    rng = _round_rng("fixed", seed, round_index)
+    keys = rng.random(len(names))
+    order = sorted(range(len(names)), key=lambda i: (games[names[i]], keys[i]))
+    seated = np.array(order[: tables * schedule.seats])
+    rng.shuffle(seated)
+    return Round(
+        round_index,
+        tuple(tuple(names[i] for i in seated[t * schedule.seats : (t + 1) * schedule.seats]) for t in range(tables)),
+    )
+
+
+def update_standings(
+    standings: Mapping[str, Standing], events: Sequence[RatingEvent], params: RatingParams
+) -> dict[str, Standing]:
+    """The standings after one round's games: one online TrueSkill update per game (the
+    compiled engine, one row), games counted, idle rounds reset for those who played and
+    advanced for the rest. A round's tables share no player, so the order of its games does not
+    change the result. Players not yet in `standings` start at the prior."""
+    current = dict(standings)
+    for event in events:
+        for player in event.players:
+            current.setdefault(player, new_standing(params))
+    names = sorted(current)
+    index = {name: i for i, name in enumerate(names)}
+    mu, sigma = _arrays(current, names)
+    if events:
+        table = compile_events(events, index)
+        sequence = np.arange(len(events), dtype=np.int64)[None, :]
+        mus, sigmas = rate_rows(table, sequence, len(names), params, start=(mu[None, :], sigma[None, :]))
+        mu, sigma = mus[0], sigmas[0]
+    played: dict[str, int] = {}
+    for event in events:
+        for player in event.players:
+            played[player] = played.get(player, 0) + 1
+    return {
+        name: Standing(
+            mu=float(mu[i]),
+            sigma=float(sigma[i]),
+            games=current[name].games + played.get(name, 0),
+            idle_rounds=0 if name in played else current[name].idle_rounds + 1,
+        )
+        for i, name in enumerate(names)
+    }
+
+
+@dataclass(frozen=True)
+class RateEstimate:
+    """Per model: `naive`, the share of opponent comparisons won over all its games (in a
+    free-for-all, each table-mate finished behind counts 1, a tie 1/2); `uniform`, the same rate
+    against a uniform mix of the other models: the mean over opponents of the per-opponent rate,
+    so the schedule's choice of opponents cancels out. Opponents never met (`imputed` counts
+    them) enter `uniform` at TrueSkill's predicted probability of finishing ahead."""
+
+    naive: dict[str, float]
+    uniform: dict[str, float]
+    imputed: dict[str, int] = field(default_factory=dict)
+
+
+def _pair_scores(event: RatingEvent) -> list[tuple[str, str, float]]:
+    """(i, j, score of i against j) for every ordered pair of the game."""
+    if isinstance(event, Pairwise):
+        s = {"a": 1.0, "b": 0.0, "draw": 0.5}[event.outcome]
+        return [(event.a, event.b, s), (event.b, event.a, 1.0 - s)]
+    if isinstance(event, FreeForAll):
+        out = []
+        for i, ri in event.ranks.items():
+            for j, rj in event.ranks.items():
+                if i != j:
+                    out.append((i, j, 1.0 if ri < rj else 0.5 if ri == rj else 0.0))
+        return out
+    raise TypeError(f"opponent rates need Pairwise or FreeForAll games, got {event!r}")
+
+
+def _predicted(a: Standing, b: Standing, params: RatingParams) -> float:
+    # P(a's performance > b's) under TrueSkill's model with both ratings uncertain.
+    c = math.sqrt(2 * params.beta**2 + a.sigma**2 + b.sigma**2)
+    return 0.5 * (1.0 + math.erf((a.mu - b.mu) / (c * math.sqrt(2.0))))
+
+
+def opponent_rates(
+    events: Sequence[RatingEvent], ratings: Mapping[str, Standing], params: RatingParams
+) -> RateEstimate:
+    """The naive rate and the rate against a uniform mix of opponents (see `RateEstimate`).
+
+    Why the correction works: given who sits at a table, its outcome does not depend on how the
+    table was chosen, so each per-opponent rate is an honest estimate of that pairing whatever
+    the schedule did; averaging the pairings with equal weights is the estimand a fixed,
+    balanced schedule's naive rate targets. The naive rate instead weights each opponent by how
+    often the schedule chose it, and an adaptive schedule chooses close opponents, which pulls
+    every rate towards 1/2. `ratings` (e.g. `update_standings` or a multi-pass mu and sigma)
+    supply the predictions for pairs that never met.
+    """
+    won: dict[tuple[str, str], float] = {}
+    met: dict[tuple[str, str], int] = {}
+    for event in events:
+        for i, j, s in _pair_scores(event):
+            won[i, j] = won.get((i, j), 0.0) + s
+            met[i, j] = met.get((i, j), 0) + 1
+    players = sorted(set(ratings) | {p for pair in met for p in pair})
+    naive: dict[str, float] = {}
+    uniform: dict[str, float] = {}
+    imputed: dict[str, int] = {}
+    for i in players:
+        total = sum(met.get((i, j), 0) for j in players)
+        naive[i] = sum(won.get((i, j), 0.0) for j in players) / total if total else math.nan
+        rates, missing = [], 0
+        for j in players:
+            if j == i:
+                continue
+            if met.get((i, j)):
+                rates.append(won[i, j] / met[i, j])
+            elif i in ratings and j in ratings:
+                rates.append(_predicted(ratings[i], ratings[j], params))
+                missing += 1
+            else:
+                missing += 1
+        uniform[i] = float(np.mean(rates)) if rates else math.nan
+        imputed[i] = missing
+    return RateEstimate(naive=naive, uniform=uniform, imputed=imputed)
