@@ -37,22 +37,21 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace, snakefile: str | None = None) -> int:
-    from pipeline.core.run.plan import dry_run, load_plan_json, render_plan, save_plan, what_to_cut
-    from pipeline.core.run.plan_guard import after_run, plan_jobs, plan_targets, schedule_notes
-    from pipeline.core.run.workflow import check_chosen_params_dir, params_config, params_dir
+    from pipeline.core.run.plan import load_plan_json, render_plan, save_plan, what_to_cut
+    from pipeline.core.run.plan_guard import after_run, plan_targets
+    from pipeline.core.run.workflow import params_dir
 
     if args.compare:
         load_plan_json(args.out)  # a clear error when there is no plan
         return 0 if after_run(args.out) is not None else 2
     notes: list[str] = []
-    params = params_dir(args.params)
-    if snakefile is None:
-        plan = plan_targets(args.targets, models_path=args.models, params_dir=params, notes=notes)
-    else:  # plan_targets, with the project's Snakefile run here
-        check_chosen_params_dir(params, targets=args.targets)  # a bad params file stops here, named
-        notes.extend(schedule_notes(args.targets, params))
-        jobs = dry_run(args.targets, snakefile=snakefile, config=params_config(params))
-        plan = plan_jobs(jobs, args.targets, models_path=args.models, params_dir=params)
+    plan = plan_targets(
+        args.targets,
+        models_path=args.models,
+        params_dir=params_dir(args.params),
+        notes=notes,
+        snakefile=snakefile or "Snakefile",
+    )
     for note in notes:  # a benchmark that scheduled nothing: its jobs are missing from the plan, say why
         print(f"warning: {note}", file=sys.stderr)
     save_plan(plan, args.out)

@@ -56,13 +56,15 @@ def plan_targets(
     models_path: str | None = None,
     params_dir: str = DEFAULT_PARAMS,
     notes: list[str] | None = None,
+    snakefile: str = "Snakefile",
 ) -> Plan:
     """Snakemake's dry run of `targets` with the params of `params_dir`, planned. `notes` receives
-    the benchmarks' messages about params they cannot schedule (their targets then plan nothing)."""
+    the benchmarks' messages about params they cannot schedule (their targets then plan nothing).
+    `snakefile`: the workflow, when `root` is a work directory without one (`plan --workdir`)."""
     check_chosen_params_dir(params_dir, root, targets=targets)  # a bad params file stops here, named
     if notes is not None:
         notes.extend(schedule_notes(targets, params_dir, root))
-    jobs = dry_run(targets, root=root, config=params_config(params_dir))
+    jobs = dry_run(targets, root=root, snakefile=snakefile, config=params_config(params_dir))
     return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
 
 
