@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.artifacts import ParamsError
 from pipeline.core.run import code_fingerprint
 from pipeline.xent.xgl import ParseError
 
-__all__ = ["XentRuleInputs", "xent_rule_inputs"]
+if TYPE_CHECKING:
+    from pipeline.xent.config import XentParams
+    from pipeline.xent.schedule import Schedule
+
+__all__ = ["XentRuleInputs", "schedule_notes", "xent_rule_inputs"]
 
 
 @dataclass
@@ -22,19 +26,27 @@ class XentRuleInputs:
     plots_code: str = ""  # what decides `report`
 
 
-def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xent") -> XentRuleInputs:
-    """The scheduled work; no inputs when the params cannot be scheduled (no map set imported yet),
-    so every other benchmark plans and runs as usual and xent's own jobs fail with the full message;
-    `schedule_notes` says so before a run. Parsing prints nothing."""
+def _scheduled(params_path: str, models_path: str) -> tuple[XentParams, Schedule] | ParamsError | ParseError:
+    """The params and their schedule, or why they cannot be scheduled (no map set imported yet)."""
     from pipeline.core.models import load_models
     from pipeline.xent.config import load_xent
     from pipeline.xent.schedule import build_schedule
 
     try:
         params = load_xent(params_path)
-        schedule = build_schedule(params, load_models(models_path), source=params_path)
-    except (ParamsError, ParseError):
+        return params, build_schedule(params, load_models(models_path), source=params_path)
+    except (ParamsError, ParseError) as exc:
+        return exc
+
+
+def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xent") -> XentRuleInputs:
+    """The scheduled work; no inputs when the params cannot be scheduled (no map set imported yet),
+    so every other benchmark plans and runs as usual and xent's own jobs fail with the full message;
+    `schedule_notes` says so before a run. Parsing prints nothing."""
+    scheduled = _scheduled(params_path, models_path)
+    if isinstance(scheduled, Exception):
         return XentRuleInputs()
+    params, schedule = scheduled
     inputs = XentRuleInputs()
     for game, specs in schedule.maps.items():
         inputs.maps[game] = [str(s.path(f"{root}/maps")) for s in specs]
@@ -54,15 +66,11 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
 def schedule_notes(params_path: str, models_path: str) -> list[str]:
     """What `plan` and a run's start say about these params: that nothing is scheduled and why (the
     map set is not imported yet), or how the run differs from the map set it plays."""
-    from pipeline.core.models import load_models
-    from pipeline.xent.config import load_xent
-    from pipeline.xent.schedule import build_schedule
     from pipeline.xent.settings import differences_note
 
-    try:
-        params = load_xent(params_path)
-        schedule = build_schedule(params, load_models(models_path), source=params_path)
-    except (ParamsError, ParseError) as exc:
-        return [f"xent: nothing scheduled ({str(exc).splitlines()[0]}); its jobs fail until this is fixed"]
+    scheduled = _scheduled(params_path, models_path)
+    if isinstance(scheduled, Exception):
+        return [f"xent: nothing scheduled ({str(scheduled).splitlines()[0]}); its jobs fail until this is fixed"]
+    params, schedule = scheduled
     note = differences_note(params, list(schedule.differences), params_path)
     return [note] if note else []
