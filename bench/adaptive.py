@@ -25,6 +25,18 @@ covering; the share of settled models is reported beside it). Saving = 1 - adapt
     nice -n 19 .venv/bin/python bench/adaptive.py [--seeds 6] [--sizes 8 16 48]
 
 Writes bench/results/adaptive.json and docs/img/adaptive_accuracy.png.
+
+`--real` runs only the section on the real benchmark (and keeps the synthetic results already in
+adaptive.json, under `real_elimination`): real Elimination Games played in-process (the game
+engine, its prompts and the bots' moves) between graded bots of known strength (`bot: heuristic`,
+`bot_options: {skill: p}`, p evenly spaced from 0 to 1: the order of p is the true order), one
+8-seat table a round, the adaptive schedule (`decide_round`, the round ledger's own step, seats
+shuffled as the ledger's games are) against the fixed one (`fixed_round`) over seeds; the same
+measures as above: games to a target Kendall tau and rank-interval coverage.
+
+    nice -n 19 .venv/bin/python bench/adaptive.py --real [--bots 10] [--real-seeds 4] [--real-games 120]
+
+Writes `real_elimination` into bench/results/adaptive.json and docs/img/adaptive_real_accuracy.png.
 """
 
 from __future__ import annotations
@@ -228,6 +240,243 @@ def measure(n: int, shape: str, seeds: int, args: argparse.Namespace) -> dict[st
     return result
 
 
+# -- the real benchmark: Elimination Games between graded bots -----------------------------------
+REAL_SEATS = 8
+REAL_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_accuracy"
+
+
+@dataclass(frozen=True)
+class RealField:
+    models: Any  # ModelsParams: the graded bots
+    params: Any  # EliminationParams: the benchmark's defaults, history_rounds 0 (the whole game)
+    rating: RatingParams  # Elimination's TrueSkill settings (mu 4, sigma 8.33, beta 4.17, tau 0)
+    names: tuple[str, ...]
+    true_rank: dict[str, int]  # 1 = the most skilled
+
+
+def real_field(bots: int, low: float = 0.0, high: float = 1.0) -> RealField:
+    from pipeline.core.models import ModelsParams
+    from pipeline.elimination.config import EliminationParams
+
+    skills = [round(low + (high - low) * k / (bots - 1), 4) for k in range(bots)]
+    names = tuple(f"skill-{p:.2f}" for p in skills)
+    roster = [{"name": n, "bot": "heuristic", "bot_options": {"skill": p}} for n, p in zip(names, skills)]
+    models = ModelsParams.model_validate({"roster": roster})
+    params = EliminationParams.model_validate({"seats": REAL_SEATS, "history_rounds": 0})
+    order = sorted(names, key=lambda n: -skills[names.index(n)])
+    return RealField(models, params, params.rating.rating_params(), names, {n: k for k, n in enumerate(order, 1)})
+
+
+def play_real_table(
+    field: RealField, table: tuple[str, ...], replicate: int, seed: int, round_index: int
+) -> FreeForAll:
+    """One real game of the table, seated as the ledger seats a round's games. Its id (and so every
+    draw of the game and of the bots) comes from the seating, the replicate and the bench seed, not the
+    schedule, so the two schedules play the very same game whenever they choose the same table."""
+    import asyncio
+
+    from pipeline.core.artifacts import content_id
+    from pipeline.core.models import Gateway, make_players
+    from pipeline.elimination.engine import EliminationGame, GameSpec
+    from pipeline.elimination.schedule import table_seating
+
+    seating = table_seating(table, seed, round_index)
+    game_id = content_id({"bench": "adaptive-real", "seats": sorted(table), "replicate": replicate, "seed": seed})
+    spec = GameSpec(game_id, seating, field.params.words, field.params.reply_tokens, field.params.history_rounds)
+    gateway = Gateway(field.models, job=f"bench/{game_id}", root="/tmp")
+    players = make_players(field.models, gateway, seed_from("elimination", game_id), names=seating, game="elimination")
+    game = EliminationGame(spec, players)
+    asyncio.run(game.play())
+    seat_of = {pid: seat for seat, pid in game.pid.items()}
+    return FreeForAll({game.name_of[seat_of[pid]]: rank for pid, rank in game.final_ranks().items()})
+
+
+def run_real(kind: str, field: RealField, games: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
+    """`games` real games, one table a round; the events and the game count after each round."""
+    from pipeline.core.rating.adaptive import Budget, decide_round
+
+    schedule = AdaptiveSchedule(seats=REAL_SEATS, tables_per_round=1)
+    standings = {name: new_standing(field.rating) for name in field.names}
+    counts = dict.fromkeys(field.names, 0)
+    met: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, ...], int] = {}
+    events: list[RatingEvent] = []
+    after: list[int] = []
+    for r in range(1, games + 1):
+        if kind == "adaptive":
+            _, round_ = decide_round(
+                standings, schedule, field.rating, seed, r, met, budget=Budget(), games=len(events), rounds=r - 1
+            )
+        else:
+            round_ = fixed_round(counts, schedule, seed, r)
+        played = []
+        for table in round_.tables:
+            key = tuple(sorted(table))
+            played.append(play_real_table(field, table, seen.get(key, 0), seed, r))
+            seen[key] = seen.get(key, 0) + 1
+        standings = update_standings(standings, played, field.rating)
+        for pair, count in meetings(played).items():
+            met[pair] = met.get(pair, 0) + count
+        for name in round_.players:
+            counts[name] += 1
+        events.extend(played)
+        after.append(len(events))
+    return events, after
+
+
+def real_tau_curve(
+    events: list[RatingEvent], field: RealField, checkpoints: list[int], passes: int, seed: int
+) -> list[float]:
+    names = sorted(field.names)
+    index = {name: k for k, name in enumerate(names)}
+    true = np.array([field.true_rank[name] for name in names])
+    table = compile_events(events, index)
+    taus = []
+    for games in checkpoints:
+        orders = np.stack(pass_orders(games, passes, seed))
+        mus, _ = rate_rows(table, orders, len(names), field.rating)
+        taus.append(kendall_tau(true, mus.mean(axis=0)))
+    return taus
+
+
+def stays(games: list[int], taus: list[float], target: float) -> float | None:
+    """The first game count from which the curve never falls below `target` again (None if it ends
+    below): a crossing that noise cannot undo, beside `crossing`'s first touch."""
+    for k in range(len(taus)):
+        if all(t >= target for t in taus[k:]):
+            return float(games[k])
+    return None
+
+
+def real_coverage(
+    events: list[RatingEvent], field: RealField, resamples: int, passes: int, seed: int
+) -> tuple[float, float]:
+    summary = rating_summary(events, field.rating, passes, seed, resamples, bootstrap_passes=2)
+    covered = [
+        lo <= field.true_rank[p] <= hi for p, lo, hi in zip(summary["player"], summary["rank_lo"], summary["rank_hi"])
+    ]
+    return float(np.mean(covered)), float(summary["settled"].mean())
+
+
+def measure_real(args: argparse.Namespace) -> dict[str, Any]:
+    field = real_field(args.bots, *args.skills)
+    checkpoints = list(range(1, args.real_games + 1))
+    curves: dict[str, np.ndarray] = {}
+    played: dict[str, list[list[RatingEvent]]] = {}
+    started = time.perf_counter()
+    games_played = 0
+    for kind in ("fixed", "adaptive"):
+        per_seed, played[kind] = [], []
+        for s in range(args.real_seeds):
+            events, after = run_real(kind, field, args.real_games, s)
+            games_played += len(events)
+            per_seed.append(real_tau_curve(events, field, after, args.passes, s))
+            played[kind].append(events)
+            print(f"real {kind} seed {s}: {len(events)} games, tau {per_seed[-1][-1]:.3f}", file=sys.stderr)
+        curves[kind] = np.mean(per_seed, axis=0)
+    play_s = time.perf_counter() - started
+    result: dict[str, Any] = {
+        "bots": args.bots,
+        "skills": list(args.skills),
+        "seats": REAL_SEATS,
+        "tables_per_round": 1,
+        "seeds": args.real_seeds,
+        "games_per_run": args.real_games,
+        "games_played": games_played,
+        "true_order": sorted(field.true_rank, key=field.true_rank.__getitem__),
+        "target_tau": args.real_target_tau,
+        "curve_games": checkpoints,
+    }
+    for kind in ("fixed", "adaptive"):
+        curve = list(curves[kind])
+        need = crossing(checkpoints, curve, args.real_target_tau)
+        cov = (
+            [
+                real_coverage(played[kind][s][: math.ceil(need)], field, args.resamples, args.passes, s)
+                for s in range(args.real_seeds)
+            ]
+            if need is not None
+            else []
+        )
+        end = [real_coverage(played[kind][s], field, args.resamples, args.passes, s) for s in range(args.real_seeds)]
+        higher = crossing(checkpoints, curve, args.high_tau)
+        held = stays(checkpoints, curve, args.real_target_tau)
+        result[kind] = {
+            "games_to_target": None if need is None else round(need, 1),
+            "games_to_stay_at_target": held,
+            f"games_to_tau_{args.high_tau:g}": None if higher is None else round(higher, 1),
+            "coverage": round(float(np.mean([c for c, _ in cov])), 3) if cov else None,
+            "settled_share": round(float(np.mean([st for _, st in cov])), 3) if cov else None,
+            "coverage_at_budget": round(float(np.mean([c for c, _ in end])), 3),
+            "settled_share_at_budget": round(float(np.mean([st for _, st in end])), 3),
+            "final_tau": round(float(curve[-1]), 3),
+            "curve_tau": [round(float(t), 4) for t in curve],
+        }
+    fixed_games, adaptive_games = result["fixed"]["games_to_target"], result["adaptive"]["games_to_target"]
+    result["saving"] = round(1.0 - adaptive_games / fixed_games, 3) if fixed_games and adaptive_games else None
+    fixed_held, adaptive_held = (
+        result["fixed"]["games_to_stay_at_target"],
+        result["adaptive"]["games_to_stay_at_target"],
+    )
+    result["saving_to_stay"] = round(1.0 - adaptive_held / fixed_held, 3) if fixed_held and adaptive_held else None
+    high_key = f"games_to_tau_{args.high_tau:g}"
+    fixed_high, adaptive_high = result["fixed"][high_key], result["adaptive"][high_key]
+    result[f"saving_at_tau_{args.high_tau:g}"] = (
+        round(1.0 - adaptive_high / fixed_high, 3) if fixed_high and adaptive_high else None
+    )
+    result["play_s"] = round(play_s, 1)
+    result["wall_s"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def plot_real(section: dict[str, Any]) -> list[Path]:
+    import altair as alt
+
+    from pipeline.core.artifacts import save_chart
+
+    rows = [
+        {"schedule": kind, "games": games, "kendall_tau": tau}
+        for kind in ("fixed", "adaptive")
+        for games, tau in zip(section["curve_games"], section[kind]["curve_tau"])
+    ]
+    lines = (
+        alt.Chart(alt.Data(values=rows))
+        .mark_line()
+        .encode(
+            x=alt.X("games:Q", title="games played"),
+            y=alt.Y("kendall_tau:Q", title="Kendall tau to the true order", scale=alt.Scale(domain=[0.0, 1.0])),
+            color=alt.Color("schedule:N", title="schedule"),
+        )
+        .properties(
+            width=360,
+            height=200,
+            title=f"Real Elimination Games, {section['bots']} graded bots, 8 seats (mean over {section['seeds']} seeds)",
+        )
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(y=alt.datum(section["target_tau"]))
+    return save_chart(alt.layer(lines, rule), REAL_PLOT_STEM, formats=("png",))
+
+
+def write_real(section: dict[str, Any]) -> Path:
+    """Put the real section into adaptive.json beside the synthetic results already there."""
+    import json
+
+    from _common import RESULTS, machine
+
+    path = RESULTS / "adaptive.json"
+    record = json.loads(path.read_text()) if path.exists() else {"name": "adaptive"}
+    record["real_elimination"] = {
+        **section,
+        "machine": machine(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
 def plot(configs: list[dict[str, Any]], target_tau: float) -> list[Path]:
     import altair as alt
 
@@ -278,7 +527,36 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--resamples", type=int, default=40)
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--real", action="store_true", help="run only the real Elimination section (graded bots)")
+    parser.add_argument("--bots", type=int, default=10, help="--real: graded bots in the field")
+    parser.add_argument("--real-seeds", type=int, default=4, help="--real: seeds per schedule")
+    parser.add_argument("--real-games", type=int, default=120, help="--real: games per run")
+    parser.add_argument("--real-target-tau", type=float, default=0.9, help="--real: the accuracy compared")
+    parser.add_argument(
+        "--skills",
+        type=float,
+        nargs=2,
+        default=[0.0, 1.0],
+        metavar=("LOW", "HIGH"),
+        help="--real: the bots' skill range",
+    )
     args = parser.parse_args()
+
+    if args.real:
+        load_before = load_average()
+        section = measure_real(args)
+        section["load_avg_before"], section["load_avg_after"] = load_before, load_average()
+        section["passes"], section["resamples"], section["high_tau"] = args.passes, args.resamples, args.high_tau
+        if not args.no_plot:
+            section["plots"] = [str(p.relative_to(ROOT)) for p in plot_real(section)]
+        print(f"wrote {write_real(section)}", file=sys.stderr)
+        summary = {k: v for k, v in section.items() if k not in ("curve_games",)}
+        for kind in ("fixed", "adaptive"):
+            summary[kind] = {k: v for k, v in section[kind].items() if k != "curve_tau"}
+        import json
+
+        print(json.dumps(summary, indent=1))
+        return 0
 
     load_before = load_average()
     started = time.perf_counter()

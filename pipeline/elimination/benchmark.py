@@ -6,6 +6,7 @@ from __future__ import annotations
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.elimination import cli
+from pipeline.elimination.adaptive import SPEC as ADAPTIVE
 from pipeline.elimination.replay import replays
 from pipeline.elimination.schemas import (
     EliminationsSchema,
@@ -65,6 +66,7 @@ BENCHMARK = Benchmark(
     },
     outputs=(
         "games",
+        "rounds",  # the adaptive schedule's rounds (empty under the fixed schedule)
         "tables",
         "leaderboard.parquet",
         "leaderboard.csv",
@@ -86,4 +88,5 @@ BENCHMARK = Benchmark(
     headline=("games", "wins", "avg_points"),
     order=30,
     estimators="pipeline.elimination.estimators",
+    adaptive=ADAPTIVE,
 )

@@ -98,8 +98,16 @@ def rate(args: VerbCall) -> int:
     from pipeline.elimination.importer import run_import
     from pipeline.elimination.schedule import schedule_from_files
 
-    settings = load_elimination_params(args.params).rating
+    params = load_elimination_params(args.params)
+    settings = params.rating
+    adaptive = params.schedule.adaptive.enabled
     folders = [Path(args.args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
+    if adaptive and not folders:
+        say(
+            "error: schedule.adaptive is on and no round has been chosen yet; run `python -m pipeline run "
+            "elimination_all` (or `dvc repro elimination`): it chooses the rounds and plays them"
+        )
+        return 2
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         say(
@@ -108,7 +116,10 @@ def rate(args: VerbCall) -> int:
         )
         return 2
     out = Path(args.out)
-    result = run_import(folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=say)
+    # under the adaptive schedule metrics.json also gets the opponent-corrected rate (docs/ratings.md)
+    result = run_import(
+        folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=say, opponent_rates=adaptive
+    )
     say(
         f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "
         f"wrote {out / 'leaderboard.csv'} and {out / 'metrics.json'}"

@@ -12,6 +12,7 @@ from pipeline.core.artifacts import ParamsError, load_params, roster_hint
 from pipeline.core.artifacts.params import StrictParams as Strict
 from pipeline.core.models import GameBudgets, ModelsParams
 from pipeline.core.rating import with_defaults
+from pipeline.core.rating.settings import AdaptiveSettings
 
 #: Bumped whenever the rules or the prompts change: it is part of every game id, so a changed
 #: game is a new game and never overwrites an old result.
@@ -72,6 +73,13 @@ class ReplyTokens(GameBudgets):
     )
 
 
+class AdaptiveParams(AdaptiveSettings):
+    """`schedule.adaptive`: rounds of tables chosen from the results so far among `schedule.players`
+    (docs/adaptive.md). Off by default: the fixed lineups are the original's. When on, the fixed
+    lineups (`lineups`, `lineups_per_player`, `rotations`, `repeats`) are not played: the rounds
+    are the schedule."""
+
+
 class ScheduleParams(Strict):
     lineups: list[list[str]] = Field(
         default_factory=list,
@@ -90,6 +98,11 @@ class ScheduleParams(Strict):
     repeats: int = Field(1, ge=1, description="independent replays (new seeds) of every seating")
     max_seats_per_player: int = Field(
         1, ge=1, description="how many seats of one game a roster entry may fill (1: distinct players)"
+    )
+    adaptive: AdaptiveParams = Field(
+        default_factory=AdaptiveParams,
+        description="the adaptive schedule: enabled (false: the fixed lineups), tables_per_round, z, max_games, "
+        "max_rounds, max_cost_usd, seed; its pool is `players`",
     )
 
 
@@ -197,6 +210,12 @@ class EliminationParams(Strict):
                     )
         if len(set(sched.players)) != len(sched.players):
             problems.append(f"{source}: schedule.players lists a name twice; list each player once")
+        if sched.adaptive.enabled and len(sched.players) < self.seats:
+            problems.append(
+                f"{source}: schedule.adaptive.enabled is true but schedule.players has {len(sched.players)} "
+                f"player(s), fewer than seats={self.seats}: the adaptive rounds seat tables from schedule.players; "
+                f"list at least {self.seats} players there, or set schedule.adaptive.enabled: false"
+            )
         if sched.lineups_per_player and len(sched.players) < self.seats:
             problems.append(
                 f"{source}: schedule.players has {len(sched.players)} players but generated lineups need "

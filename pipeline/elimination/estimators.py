@@ -175,10 +175,15 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
 
 
 def _games(context: PlanContext) -> dict[str, Any]:
-    from pipeline.elimination.schedule import schedule_from_files
+    from pipeline.elimination.schedule import ROUNDS_DIR, schedule_from_files
 
     def load() -> dict[str, Any]:
-        games = schedule_from_files(context.params_file("elimination.yaml"), context.path(context.models_path))
+        games = schedule_from_files(
+            context.params_file("elimination.yaml"),
+            context.path(context.models_path),
+            rounds=context.path(ROUNDS_DIR),
+            preview=context.preview.get("elimination", ()),
+        )
         return {g.game_id: g for g in games}
 
     return context.once("elimination", load)

@@ -16,7 +16,7 @@ import polars as pl
 from pipeline.core.artifacts import CallsSchema, TableError, atomic_open, read_table, write_json_atomic, write_table
 from pipeline.elimination import metrics as metric_tables
 from pipeline.elimination.config import RatingSettings
-from pipeline.elimination.ratings import leaderboard, rate
+from pipeline.elimination.ratings import leaderboard, rate, rating_events, rating_params
 from pipeline.elimination.reader import TABLE_KEYS, Corpus, read_corpus
 from pipeline.elimination.schemas import (
     TABLE_SCHEMAS,
@@ -163,8 +163,11 @@ def run_import(
     calls_out: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     require_games: bool = False,
+    opponent_rates: bool = False,
 ) -> ImportResult:
-    """`require_games`: stop with an InputError, before writing anything, when no log could be read."""
+    """`require_games`: stop with an InputError, before writing anything, when no log could be read.
+    `opponent_rates`: metrics.json also gets each model's pairwise win rate, naive and against a
+    uniform mix of opponents (`metrics.opponent_rate_metrics`; the adaptive schedule's correction)."""
     say = progress or (lambda _m: None)
     out = Path(out_dir)
     seconds: dict[str, float] = {}
@@ -209,7 +212,14 @@ def run_import(
         RankDistributionSchema,
         sort_by=["model", "rank"],
     )
-    write_json_atomic(out / "metrics.json", metric_tables.metrics_json(board, stats))
+    metrics = metric_tables.metrics_json(board, stats)
+    if opponent_rates:
+        extra = metric_tables.opponent_rate_metrics(
+            rating_events(tables["final_ranks"]), board, rating_params(settings)
+        )
+        for model, values in metrics.items():
+            values.update(extra.get(model, {}))
+    write_json_atomic(out / "metrics.json", metrics)
     report = build_report(corpus, settings.ranks)
     write_json_atomic(out / "import_report.json", report)
     say(

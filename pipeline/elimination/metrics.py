@@ -21,9 +21,13 @@ words a model wrote stay measurable when `words.cut` is on), `wins` / `first_out
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from pipeline.core.rating.events import RatingEvent, RatingParams
 
 # the kinds of the log's `conversation` records: every seat (and the jury) hears them
 HEARD_BY_ALL = ("public", "tiebreak", "plea")
@@ -281,6 +285,38 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, di
             }.items()
         }
     return result
+
+
+def opponent_rate_metrics(
+    events: Sequence[RatingEvent], leaderboard: pl.DataFrame, params: RatingParams
+) -> dict[str, dict[str, Any]]:
+    """Per model, the share of table-mates it finished ahead of, two ways (core's `opponent_rates`):
+
+    - `opponent_win_rate`: naive, over all its games, so weighted by how often the schedule sat
+      it with each opponent;
+    - `opponent_win_rate_uniform`: the mean over the other models of its rate against each, a
+      uniform mix of opponents, which is what a fixed, balanced schedule's naive rate estimates;
+      an opponent never met enters at TrueSkill's predicted probability from the leaderboard's
+      mu and sigma (`opponent_win_rate_imputed` counts them).
+
+    Written only under the adaptive schedule (which chooses close opponents and so pulls naive rates
+    towards 1/2); the fixed schedule's metrics stay as they were (docs/ratings.md)."""
+    from pipeline.core.rating.adaptive import Standing, opponent_rates
+
+    ratings = {
+        row["model"]: Standing(float(row["mu"]), float(row["sigma"]))
+        for row in leaderboard.iter_rows(named=True)
+        if row["sigma"] is not None and row["sigma"] > 0
+    }
+    found = opponent_rates(events, ratings, params)
+    return {
+        model: {
+            "opponent_win_rate": _clean(found.naive.get(model)),
+            "opponent_win_rate_uniform": _clean(found.uniform.get(model)),
+            "opponent_win_rate_imputed": found.imputed.get(model, 0),
+        }
+        for model in ratings
+    }
 
 
 def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 # Elimination Game: one job per scheduled game (its output named by the game's content id), then
 # `rate` (every scheduled log into tables, multi-pass TrueSkill and metrics.json) and `report` (plots).
-# The files `rate` and `report` write are declared once, in benchmark.py.
+# The files `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive on, the
+# scheduled games are those of the round files in results/elimination/rounds (pipeline/elimination/schedule.py).
 import json as _elimination_json
 
 from pipeline.core.artifacts.params import ParamsError as _EliminationParamsError
@@ -100,6 +101,15 @@ rule elimination_rate:
     shell:
         f"python -m pipeline elimination rate --params {{input.params}} --models {ELIMINATION_MODELS} "
         "--games results/elimination/games --out results/elimination 2> {log}"
+
+
+# every game of the schedule played, nothing rated: with the adaptive schedule on, `python -m pipeline run`
+# builds this target between rounds (pipeline/core/run/rounds.py), so each round plays only its games
+rule elimination_rounds:
+    input:
+        games=expand(f"{ELIMINATION_DIR}/games/{{game_id}}", game_id=sorted(ELIMINATION_SOLO)),
+        shards=expand(f"{ELIMINATION_DIR}/shards/{{shard_id}}.json", shard_id=sorted(ELIMINATION_SHARDS)),
+        guard=params_guard(PARAMS_PROBLEMS, "elimination"),
 
 
 rule elimination_report:

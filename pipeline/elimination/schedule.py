@@ -14,22 +14,32 @@ part of it only where the params set one (the original sets none), and a seat's 
 what decides its requests here: sampling fields it sets, and its per-move budgets for this game
 (`elimination.<kind>` or `<kind>`, not another benchmark's). Only this module decides games, and
 it imports nothing heavy, so the Snakefile can call it at parse time.
+
+With `schedule.adaptive.enabled`, the schedule is the games of the adaptive rounds instead
+(`results/elimination/rounds/round-NNN.json`, written by the run's round ledger,
+pipeline.core.run.rounds): each table is seated in a seeded shuffled order (`table_seating`), and
+its replicate is the number of times that exact seating was chosen before, so its id is a content
+id of the same form and a game already played is never played again (`adaptive_games`). The fixed
+lineups are then not played.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.artifacts import canonical_json, content_id, seed_from
+from pipeline.core.artifacts import ParamsError, canonical_json, content_id, seed_from
 from pipeline.core.models import ModelsParams, RosterEntry, load_models
+from pipeline.core.run.rounds import RoundGame, read_rounds
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, load_elimination_params
 
 BENCHMARK = "elimination"  # the prefix of a roster entry's per-move budgets for this game
+ROUNDS_DIR = "results/elimination/rounds"  # the adaptive rounds' ledger, relative to the working directory
 
 
 @dataclass(frozen=True)
@@ -37,8 +47,8 @@ class ScheduledGame:
     game_id: str
     seats: tuple[str, ...]  # roster name per seat, P1 first
     replicate: int
-    lineup: int  # index of the lineup it comes from
-    rotation: int
+    lineup: int  # index of the lineup it comes from (adaptive: the round)
+    rotation: int  # (adaptive: the table of the round)
     content: str  # canonical JSON of what decides the game (its id's input)
 
 
@@ -90,13 +100,81 @@ def rotation_offsets(seats: int, rotations: int) -> list[int]:
     return [(r * seats) // rotations for r in range(rotations)]
 
 
+def table_seating(table: Sequence[str], seed: int, round_index: int) -> tuple[str, ...]:
+    """An adaptive round's table in seat order: a shuffle seeded by the settings' seed, the round and
+    the table's members (content, not the order the schedule listed them in)."""
+    seating = sorted(table)
+    random.Random(seed_from("elimination-adaptive-seating", seed, round_index, seating)).shuffle(seating)
+    return tuple(seating)
+
+
+def seated_games(
+    tables: Sequence[Sequence[str]],
+    earlier: Iterable[RoundGame],
+    params: EliminationParams,
+    models: ModelsParams,
+    seed: int,
+    round_index: int,
+) -> list[RoundGame]:
+    """One game per table of an adaptive round: seated by `table_seating`, its replicate the number
+    of earlier games (of the rounds before, and of this round's tables before it) with the same
+    seating, its id the content id of `game_content`, as a fixed schedule's game."""
+    seen = Counter(tuple(game.seats) for game in earlier)
+    games = []
+    for table in tables:
+        seating = table_seating(table, seed, round_index)
+        replicate = seen[seating]
+        seen[seating] += 1
+        gid = content_id(game_content(seating, replicate, params, models))
+        games.append(RoundGame(gid, seating, {"replicate": replicate}))
+    return games
+
+
+def adaptive_games(
+    params: EliminationParams,
+    models: ModelsParams,
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
+) -> list[ScheduledGame]:
+    """The games of the adaptive rounds written so far (and `preview`: a round the run plan prices
+    before it is written), each rebuilt from its seats and replicate under the current params. A
+    game whose id no longer matches (a roster entry or a rule's number changed since it was chosen)
+    stops with the fix: the rounds belong to the games they chose."""
+    records = read_rounds(rounds)
+    chosen = [(record.index, t, game) for record in records for t, game in enumerate(record.games)]
+    chosen += [(len(records) + 1, t, game) for t, game in enumerate(preview)]
+    games: list[ScheduledGame] = []
+    seen: set[str] = set()
+    for index, table, game in chosen:
+        replicate = int(game.fields.get("replicate", 0))
+        content = game_content(game.seats, replicate, params, models)
+        gid = content_id(content)
+        if gid != game.id:
+            raise ParamsError(
+                f"{rounds}/round-{index:03d}.json: game {game.id} ({', '.join(game.seats)}) is now {gid}: a roster "
+                "entry of its players or a rule's number changed since the round was chosen, so its games are "
+                f"other games; restore the params it was chosen under, or move {rounds} away to start the rounds anew"
+            )
+        if gid in seen:
+            continue
+        seen.add(gid)
+        games.append(ScheduledGame(gid, game.seats, replicate, index, table, canonical_json(content)))
+    return games
+
+
 def build_schedule(
     params: EliminationParams,
     models: ModelsParams,
     source: str = "params/elimination.yaml",
     models_source: str = "params/models.yaml",
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
 ) -> list[ScheduledGame]:
+    """Every game to play: the fixed lineups, or (`schedule.adaptive.enabled`) the games of the
+    adaptive rounds in `rounds` (relative to the working directory)."""
     params.check_roster(models, source, models_source)
+    if params.schedule.adaptive.enabled:
+        return adaptive_games(params, models, rounds, preview)
     sched = params.schedule
     lineups = [list(lineup) for lineup in sched.lineups]
     if sched.lineups_per_player:
@@ -117,10 +195,19 @@ def build_schedule(
 
 
 def schedule_from_files(
-    params_path: str | Path = "params/elimination.yaml", models_path: str | Path = "params/models.yaml"
+    params_path: str | Path = "params/elimination.yaml",
+    models_path: str | Path = "params/models.yaml",
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
 ) -> list[ScheduledGame]:
+    """The schedule of these params: the fixed lineups, or the adaptive rounds' games (`build_schedule`)."""
     return build_schedule(
-        load_elimination_params(params_path), load_models(models_path), str(params_path), str(models_path)
+        load_elimination_params(params_path),
+        load_models(models_path),
+        str(params_path),
+        str(models_path),
+        rounds,
+        preview,
     )
 
 

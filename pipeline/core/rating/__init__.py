@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         pass_ratings,
         rating_summary,
     )
-    from pipeline.core.rating.settings import with_defaults
+    from pipeline.core.rating.settings import AdaptiveSettings, with_defaults
 
 _EXPORTS = {
     "AdaptiveSchedule": "adaptive",
@@ -69,10 +69,12 @@ _EXPORTS = {
     "pass_ratings": "multipass",
     "rating_summary": "multipass",
     "with_defaults": "settings",
+    "AdaptiveSettings": "settings",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "AdaptiveSchedule",
+    "AdaptiveSettings",
     "FreeForAll",
     "MIN_SETTLED_GAMES",
     "MIN_SETTLED_RESAMPLES",

@@ -18,6 +18,11 @@ compiled engine), and `next_round` picks the next round's tables from them:
 apart), or the games budget spent. `fixed_round` is the fixed schedule's balanced random tables,
 kept beside it so the two are compared on equal terms (`bench/adaptive.py`).
 
+`decide_round` is one step of a tournament with budgets in games, rounds and dollars and with
+placement (models without a game are seated first): the workflow's round ledger
+(pipeline.core.run.rounds) takes each round from it, and `simulate_outlook` runs it forward on
+simulated results, for the games the run plan expects to reach the stopping rule.
+
 Validity (docs/adaptive.md): TrueSkill's posterior is a likelihood-based estimate, and a choice
 of opponents that depends only on past results is ignorable for it, so ratings and their ordering
 need no correction. Rates are different: a strong model that the schedule keeps pairing with
@@ -41,6 +46,11 @@ from pipeline.core.rating.fast import compile_events, rate_rows
 
 __all__ = [
     "AdaptiveSchedule",
+    "Budget",
+    "Outlook",
+    "RoundStop",
+    "decide_round",
+    "simulate_outlook",
     "RateEstimate",
     "Round",
     "Standing",
@@ -58,6 +68,8 @@ __all__ = [
 ]
 
 StopReason = Literal["separated", "budget"]
+#: why a tournament with budgets stopped (`decide_round`): the ranking is settled, or a budget is spent
+RoundStop = Literal["separated", "max_games", "max_rounds", "max_cost_usd"]
 
 
 @dataclass(frozen=True)
@@ -419,3 +431,172 @@ def opponent_rates(
         uniform[i] = float(np.mean(rates)) if rates else math.nan
         imputed[i] = missing
     return RateEstimate(naive=naive, uniform=uniform, imputed=imputed)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a tournament may spend: games chosen, rounds played, dollars of finished games (None: no limit)."""
+
+    max_games: int | None = None
+    max_rounds: int | None = None
+    max_cost_usd: float | None = None
+
+
+def budget_stop(budget: Budget, games: int, rounds: int, spent_usd: float) -> RoundStop | None:
+    """The first budget spent, in the order games, rounds, dollars; None while all last."""
+    if budget.max_games is not None and games >= budget.max_games:
+        return "max_games"
+    if budget.max_rounds is not None and rounds >= budget.max_rounds:
+        return "max_rounds"
+    if budget.max_cost_usd is not None and spent_usd >= budget.max_cost_usd:
+        return "max_cost_usd"
+    return None
+
+
+def decide_round(
+    standings: Mapping[str, Standing],
+    schedule: AdaptiveSchedule,
+    params: RatingParams,
+    seed: int,
+    round_index: int,
+    met: Mapping[tuple[str, str], int] | None,
+    *,
+    budget: Budget,
+    games: int,
+    rounds: int,
+    spent_usd: float = 0.0,
+) -> tuple[RoundStop | None, Round]:
+    """One step of a tournament: (why it stops, no tables) or (None, the next round's tables).
+
+    `standings` holds the pool (every model that may be seated). Models without a game are placed
+    first: they are marked overdue and more idle than anyone, so `next_round` anchors tables on them
+    and fills open seats with them before the others; a new model joining a settled field so gets
+    its placement games in the very next round. A budget spent stops first; then the separation
+    rule, which never holds while a model is unplaced (its prior sigma overlaps everyone). A round
+    never chooses more games than `budget.max_games` has left."""
+    stop = budget_stop(budget, games, rounds, spent_usd)
+    if stop is not None:
+        return stop, Round(round_index, ())
+    unplaced = [name for name, standing in standings.items() if standing.games == 0]
+    if not unplaced and stop_reason(standings, schedule, games) == "separated":
+        return "separated", Round(round_index, ())
+    marked = dict(standings)
+    if unplaced and len(unplaced) < len(standings):
+        most_idle = max(standing.idle_rounds for standing in standings.values())
+        overdue = max(schedule.max_idle_rounds, most_idle + 1)
+        for name in unplaced:
+            marked[name] = Standing(standings[name].mu, standings[name].sigma, 0, overdue)
+    tables = schedule.tables_per_round
+    if budget.max_games is not None:
+        tables = min(tables, budget.max_games - games)
+    step = AdaptiveSchedule(
+        seats=schedule.seats,
+        tables_per_round=tables,
+        z=schedule.z,
+        max_idle_rounds=schedule.max_idle_rounds,
+        adjacency_bonus=schedule.adjacency_bonus,
+    )
+    return None, next_round(marked, step, params, seed, round_index, met)
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """Further games to the stopping rule over seeded simulations: their mean, the `quantile`-th
+    quantile (`high`), and how many simulations each stop ended."""
+
+    mean: float
+    high: float
+    quantile: float
+    simulations: int
+    stops: dict[str, int]
+
+
+def _simulated_event(table: Sequence[str], performance: Mapping[str, float]) -> RatingEvent:
+    if len(table) == 2:
+        a, b = table
+        return Pairwise(a, b, "a" if performance[a] > performance[b] else "b")
+    order = sorted(table, key=lambda name: -performance[name])
+    return FreeForAll({name: place for place, name in enumerate(order, start=1)})
+
+
+def simulate_outlook(
+    standings: Mapping[str, Standing],
+    schedule: AdaptiveSchedule,
+    params: RatingParams,
+    seed: int,
+    next_index: int,
+    met: Mapping[tuple[str, str], int] | None,
+    *,
+    budget: Budget,
+    games: int,
+    rounds: int,
+    spent_usd: float = 0.0,
+    pending: Sequence[Sequence[str]] = (),
+    cost_per_game: float | None = None,
+    simulations: int = 16,
+    quantile: float = 0.9,
+) -> Outlook:
+    """How many more games the tournament plays before `decide_round` stops it, by simulation.
+
+    `games` and `rounds` are those finished; `pending` the tables of a round chosen but not yet
+    played (a round of its own, its games counted in the outlook); `next_index` the index of the
+    first round still to choose. Each simulation draws every model's true skill from N(mu, sigma) of its standing (what is known
+    of it), plays the games already chosen but not finished (`pending`, counted), then runs
+    `decide_round` round after round on outcomes from TrueSkill's own model (skill plus Gaussian
+    noise of sd beta, ranked), with the standings updated as the ledger updates them. Spending
+    grows by `cost_per_game` a game (None: the dollar budget is not simulated). Seeded from the
+    inputs, so the same standings give the same outlook."""
+    totals: list[int] = []
+    stops: dict[str, int] = {}
+    names = sorted(standings)
+    for sim in range(simulations):
+        rng = np.random.default_rng(seed_from("adaptive-outlook", seed, next_index, sim))
+        mu, sigma = _arrays(standings, names)
+        skill = dict(zip(names, rng.normal(mu, sigma)))
+        current = dict(standings)
+        together = dict(met or {})
+        played_games, played_rounds, spent, extra = games, rounds, spent_usd, 0
+        index = next_index
+        tables: Sequence[Sequence[str]] = pending
+        if pending:
+            played_rounds += 1
+        stop: RoundStop | None = None
+        while True:
+            if tables:
+                events = [
+                    _simulated_event(table, {name: skill[name] + rng.normal(0.0, params.beta) for name in table})
+                    for table in tables
+                ]
+                current = update_standings(current, events, params)
+                for pair, count in meetings(events).items():
+                    together[pair] = together.get(pair, 0) + count
+                extra += len(tables)
+                spent += (cost_per_game or 0.0) * len(tables)
+            stop, chosen = decide_round(
+                current,
+                schedule,
+                params,
+                seed,
+                index,
+                together,
+                budget=budget if cost_per_game is not None else Budget(budget.max_games, budget.max_rounds),
+                games=played_games + extra,
+                rounds=played_rounds,
+                spent_usd=spent,
+            )
+            if stop is not None or not chosen.tables:
+                break
+            tables = chosen.tables
+            played_rounds += 1
+            index += 1
+        totals.append(extra)
+        key = stop or "no_table"
+        stops[key] = stops.get(key, 0) + 1
+    values = np.array(totals, dtype=np.float64)
+    return Outlook(
+        mean=float(values.mean()) if len(values) else 0.0,
+        high=float(np.quantile(values, quantile)) if len(values) else 0.0,
+        quantile=quantile,
+        simulations=simulations,
+        stops=dict(sorted(stops.items())),
+    )

@@ -37,13 +37,17 @@ class PlanContext:
     """What estimators share: the project root, the roster, and each benchmark's loaded params.
 
     `params_dir` is the run's params directory (`params`, or `--params DIR`: e.g. params/paper); an
-    estimator reads its benchmark's file with `params_file("<benchmark>.yaml")`, never a fixed path."""
+    estimator reads its benchmark's file with `params_file("<benchmark>.yaml")`, never a fixed path.
+    `preview`: games of an adaptive round the plan prices before its round file exists."""
 
     root: Path
     models: ModelsParams
     models_path: str = "params/models.yaml"
     loaded: dict[str, Any] = field(default_factory=dict)  # per benchmark, loaded once
     params_dir: str = "params"
+    # games of an adaptive round not written yet (benchmark -> core.run.rounds.RoundGame), which the
+    # plan prices as it prices a scheduled game: a benchmark's estimator schedules them too
+    preview: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def path(self, relative: str) -> Path:
         return self.root / relative

@@ -12,6 +12,10 @@
   terminal.
 - `--params DIR` (or PIPELINE_PARAMS=DIR) reads every params file from DIR instead of params/ (e.g.
   params/paper): Snakemake gets `--config params=DIR` (the Snakefile's PARAMS_DIR).
+- Adaptive schedules (pipeline.core.run.rounds): when a target needs a benchmark whose params turn
+  its adaptive schedule on, the run first loops under the same lock: the round ledger advances,
+  Snakemake plays the round's games (the benchmark's play target), and so on until the rounds stop;
+  then Snakemake builds the targets asked for (rating, reports). A dry run (`-n`) advances nothing.
 - `--workdir DIR` runs this project's own Snakefile (the one beside the installed `pipeline`
   package) with DIR as Snakemake's working directory (`--snakefile`, `--directory`): the rules, the
   workflow profile and envs/ are the project's, the code the installed package's, and results/,
@@ -185,22 +189,44 @@ def run_snakemake(
         clear_stale_lock(root, targets, say, workflow)
         # the shared flags (rerun triggers, --rerun-incomplete) come from the workflow profile
         # profiles/default, which Snakemake loads by itself
-        args = with_params_config([*targets, *extra], params)
-        if not _JOB_FLAGS.intersection(a.split("=", 1)[0] for a in extra):
-            args += ["--cores", str(default_jobs(root, params))]
-        progress_dir = root / ".snakemake" / "pipeline-progress" / str(os.getpid())
-        progress_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, PROGRESS_ENV: str(progress_dir.resolve())}
-        # a --workdir run starts where it was called (Snakemake changes into the work directory itself)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "snakemake", *workflow, *args],
-            cwd=None if workflow else root,
-            env=env,
-            pass_fds=(fd,),
+        jobs = (
+            []
+            if _JOB_FLAGS.intersection(a.split("=", 1)[0] for a in extra)
+            else ["--cores", str(default_jobs(root, params))]
         )
-        return _watch(process, progress_dir, targets, root, interval_s)
+
+        def snakemake(run_targets: Sequence[str]) -> int:
+            args = with_params_config([*run_targets, *extra], params) + jobs
+            progress_dir = root / ".snakemake" / "pipeline-progress" / str(os.getpid())
+            progress_dir.mkdir(parents=True, exist_ok=True)
+            env = {**os.environ, PROGRESS_ENV: str(progress_dir.resolve())}
+            # a --workdir run starts where it was called (Snakemake changes into the work directory itself)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "snakemake", *workflow, *args],
+                cwd=None if workflow else root,
+                env=env,
+                pass_fds=(fd,),
+            )
+            return _watch(process, progress_dir, run_targets, root, interval_s)
+
+        if not _HARMLESS.intersection(extra):  # a dry run or an unlock chooses no round
+            code = _adaptive_rounds(targets, root, params, snakemake)
+            if code != 0:
+                return code
+        return snakemake(targets)
     finally:
         os.close(fd)
+
+
+def _adaptive_rounds(targets: Sequence[str], root: Path, params: str, snakemake: Callable[[Sequence[str]], int]) -> int:
+    """The rounds of every adaptive benchmark the targets need, played before the targets are built."""
+    from pipeline.core.run.rounds import play_rounds
+    from pipeline.core.run.workflow import adaptive_benchmarks
+
+    benches = adaptive_benchmarks(targets)
+    if not benches:
+        return 0
+    return play_rounds(benches, snakemake, root=root, params_dir=params, say=say)
 
 
 def _watch(

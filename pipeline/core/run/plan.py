@@ -362,6 +362,9 @@ class Plan:
     # resumed (pipeline.core.models.journal); their spend is in spent_usd, their rows in no other table
     unfinished: pl.DataFrame = field(default_factory=pl.DataFrame)
     cache_dir: str = ""  # the response cache, whose calls/ folder holds the jobs' journals
+    # adaptive benchmarks: rounds so far, expected further games and their cost (core.run.adaptive_plan);
+    # an expectation beside the table, not part of `cost_usd` (the budget check prices jobs, not forecasts)
+    adaptive: tuple[Any, ...] = ()
 
     @property
     def cost_usd(self) -> float | None:
@@ -410,6 +413,7 @@ class Plan:
             "rows": self.table.to_dicts(),
             "unfinished": self.unfinished_summary(),
             "cache_dir": self.cache_dir,
+            "adaptive": [item.to_json() for item in self.adaptive],
         }
 
 
@@ -509,6 +513,7 @@ def render_plan(plan: Plan) -> str:
             f"{_money(done['cost_usd'])} spent (inside 'spent so far'); their rows: {UNFINISHED_CALLS} beside plan.json, "
             "and each job's calls table once it finishes"
         )
+    lines += [item.line() for item in plan.adaptive]
     if plan.budget_usd is not None and plan.cost_usd is None:
         lines.append(
             "the budget cannot be checked in advance: part of the cost is unknown (see the notes), "

@@ -65,7 +65,28 @@ def plan_targets(
     if notes is not None:
         notes.extend(schedule_notes(targets, params_dir, root))
     jobs = dry_run(targets, root=root, snakefile=snakefile, config=params_config(params_dir))
-    return plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
+    plan = plan_jobs(jobs, targets, root=root, models_path=models_path, params_dir=params_dir)
+    return with_adaptive(plan, targets, root=root, models_path=models_path, params_dir=params_dir)
+
+
+def with_adaptive(
+    plan: Plan,
+    targets: Sequence[str],
+    *,
+    root: str | Path = ".",
+    models_path: str | None = None,
+    params_dir: str = DEFAULT_PARAMS,
+) -> Plan:
+    """`plan` with the outlook of every adaptive benchmark of the targets (core.run.adaptive_plan):
+    Snakemake's dry run sees only the round already written, the outlook the rounds still to come."""
+    import dataclasses
+
+    from pipeline.core.run.adaptive_plan import adaptive_outlooks
+
+    models_path = models_path or f"{params_dir}/models.yaml"
+    models = load_models(Path(root) / models_path)
+    found = adaptive_outlooks(targets, models, root=Path(root), params_dir=params_dir, models_path=models_path)
+    return dataclasses.replace(plan, adaptive=tuple(found)) if found else plan
 
 
 def schedule_notes(targets: Sequence[str], params_dir: str = DEFAULT_PARAMS, root: str | Path = ".") -> list[str]:

@@ -34,6 +34,7 @@ from pipeline.core.run.verbs import ScheduleFunction, Verb, VerbFunction, schedu
 if TYPE_CHECKING:
     import pandera.polars as pa
 
+    from pipeline.core.run.rounds import AdaptiveSpec
     from pipeline.core.run.verbs import BenchmarkCommands
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -64,6 +65,7 @@ class Benchmark:
     `extra_commands(commands)` adds the benchmark's own verbs (core.run.verbs.BenchmarkCommands).
     `writes` says what each verb's rule writes: `play` one job's files (with `{job_id}`), `rate`,
     `report`, and any rule of the benchmark's own; the rules' outputs and dvc.yaml read it.
+    `adaptive` declares the adaptive schedule (core/run/rounds.py): rounds chosen from the results.
     """
 
     name: str
@@ -93,6 +95,10 @@ class Benchmark:
     # messages: Xent's "nothing scheduled" until its map set is imported. `plan` and the run's
     # onstart print them; parsing the rules prints nothing.
     schedule_notes: Callable[[str, str], list[str]] | None = None
+    # the adaptive schedule (core.run.rounds.AdaptiveSpec): how the benchmark plays rounds chosen from
+    # its results when its params turn it on; None: fixed schedules only. Its ledger lies in `rounds`,
+    # which must be one of the outputs (DVC keeps the rounds when a model is added)
+    adaptive: AdaptiveSpec | None = None
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -105,6 +111,10 @@ class Benchmark:
         unkept = [path for path in written if not any(path == o or path.startswith(f"{o}/") for o in kept)]
         if unkept:  # DVC would not keep what a rule writes: declare its folder in `outputs`
             raise RegistryError(f"{self.name}: {unkept[0]!r} is written but lies in none of the outputs {self.outputs}")
+        if self.adaptive is not None and "rounds" not in self.outputs:  # the ledger must survive a rerun
+            raise RegistryError(
+                f"{self.name}: an adaptive schedule keeps its rounds in 'rounds'; add it to the outputs"
+            )
 
     def verb(self, verb: str) -> Verb | None:
         """The declared verb (schedule, play, rate or report) as a `Verb`; None when not declared."""

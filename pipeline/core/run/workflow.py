@@ -15,7 +15,10 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from pipeline.core.run.registry import Benchmark
 
 
 def interpreter_on_path(shim_dir: Path = Path(".snakemake") / "pipeline-bin") -> str:
@@ -296,3 +299,13 @@ def code_fingerprint(package: str, modules: Sequence[str]) -> str:
         raise ImportError(f"no package {package!r}")
     folder = Path(spec.origin).parent
     return content_id([(name, (folder / name).read_text(encoding="utf-8")) for name in modules])
+
+
+def adaptive_benchmarks(targets: Sequence[str]) -> list[Benchmark]:
+    """The benchmarks with an adaptive declaration that a run of `targets` builds (`all`, `<bench>_all`,
+    a path under results/<bench>/, ...: core.run.workflow.benchmarks_of)."""
+    from pipeline.core.run.registry import benchmarks
+
+    declared = [b for b in benchmarks() if b.rules.exists()]
+    needed = set(benchmarks_of(targets, [b.name for b in declared]))
+    return [b for b in declared if b.name in needed and b.adaptive is not None]
