@@ -83,12 +83,16 @@ format: setup
 	$(BIN)/ruff check --fix pipeline tests bench
 	$(BIN)/snakefmt Snakefile pipeline tests/example_benchmark
 
+# pytest-xdist: whole test files spread over TEST_WORKERS processes (--dist loadfile keeps a file's
+# module fixtures in one process), the longest files first (tests/conftest.py). More workers than
+# cores pays: the integration tests spend much of their time waiting on subprocesses and sleeps.
+TEST_WORKERS ?= 3
 test: setup browser slurm lint
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # the unit tier only, for the edit loop (no browser, cluster or lint; CI runs `make test`)
 test-fast: setup
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow"
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 clean-results:
 	rm -rf results/*/ .snakemake

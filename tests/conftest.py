@@ -16,6 +16,17 @@ import yaml
 from pipeline.core.models.roster import ModelsParams
 
 REPO = Path(__file__).resolve().parents[1]
+# the test files that take longest (CPU and waiting), longest first: scheduled first under xdist
+LONGEST_FILES = (
+    "tests/core/models/test_frontier_roster.py",
+    "tests/leaderboard/test_publish_collaborator.py",
+    "tests/core/run/test_slurm_cluster.py",
+    "tests/metrics/test_metrics_rerun.py",
+    "tests/core/run/test_shards.py",
+    "tests/core/run/test_crash_resume.py",
+    "tests/core/run/test_reliability_demo.py",
+    "tests/core/run/test_plan.py",
+)
 
 
 def models_params(roster: list[dict[str, Any]], **extra: Any) -> ModelsParams:
@@ -50,6 +61,19 @@ class ScriptedProvider(litellm.CustomLLM):
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
         return self.completion(*args, **kwargs)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The integration tests first, longest-known first: `make test` spreads whole files over workers
+    (pytest-xdist, --dist loadfile) in this order, so the long files start at once and the short unit
+    files fill the gaps instead of one long file starting last and running alone."""
+    order = {name: rank for rank, name in enumerate(LONGEST_FILES)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return (order.get(path, len(order)), 0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=key)  # stable: the order inside a file and among equals is kept
 
 
 @pytest.fixture

@@ -249,7 +249,7 @@ def test_two_processes_writing_the_cache_at_once_leave_it_readable(tmp_path: Pat
     for w in workers:
         w.start()
     for w in workers:
-        w.join(60)
+        w.join(300)  # generous: a spawned interpreter imports the gateway, slow on a loaded machine
         assert w.exitcode == 0
     cache = ResponseCache(tmp_path)
     entries = list(tmp_path.rglob("*.json"))
@@ -264,7 +264,7 @@ def test_a_kill_mid_write_leaves_no_corrupt_entry(tmp_path: Path) -> None:
     ctx = mp.get_context("spawn")
     victim = ctx.Process(target=_writer, args=(str(tmp_path), 0, 10**6))
     victim.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 180  # the spawned writer's imports are slow on a loaded machine
     while not list(tmp_path.rglob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)

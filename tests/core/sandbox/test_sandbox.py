@@ -18,7 +18,9 @@ import pytest
 from pipeline.core.sandbox import runner as sandbox_module
 from pipeline.core.sandbox.runner import Sandbox, SandboxLimits, SandboxUnavailable
 
-LIMITS = SandboxLimits(cpu_s=2.0, wall_s=4.0, memory_mb=256, output_bytes=32768, processes=24)
+# the CPU limit a quarter of the wall limit: a busy loop reaches it first even when the machine runs
+# four times more work than it has cores (the suite runs its files in parallel)
+LIMITS = SandboxLimits(cpu_s=1.0, wall_s=4.0, memory_mb=256, output_bytes=32768, processes=24)
 
 
 @pytest.fixture(scope="module", params=["warm", "fresh"])
