@@ -734,7 +734,7 @@ class JudgeBatcher:
 
 # -- which judges exist, one load per process ---------------------------------------------------
 def _gemma_dir() -> Path:
-    from pipeline.core.models.local import gemma_weights_dir
+    from pipeline.core.models.weights import gemma_weights_dir
 
     return gemma_weights_dir()
 

@@ -5,6 +5,9 @@ limit below it, logprobs and a temperature other than 1 refused)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,3 +181,20 @@ def test_a_budgeted_run_whose_cost_is_unknown_refuses_to_start(tmp_path: Path) -
     }
     priced = ModelsParams.model_validate(settings)
     assert not make_plan(["all"], [("game", job, estimate)], priced, root=tmp_path).exceeds_budget()
+
+
+def test_the_model_maps_answer_is_kept_so_a_later_process_needs_no_litellm(tmp_path: Path) -> None:
+    """Snakefile parses and SKATE jobs ask whether each API model reasons: the first asks litellm's
+    model map, later processes read the answer kept for this litellm version."""
+    probe = (
+        "import sys\n"
+        "from pipeline.core.models.reply_budgets import _map_says_reasoning\n"
+        "print(_map_says_reasoning('openai/o3'), _map_says_reasoning('openai/gpt-4o'), 'litellm' in sys.modules)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split() == ["True", "False", "True"]  # asked litellm
+    assert second.stdout.split() == ["True", "False", "False"]  # the same answers, litellm never imported
+    (memo,) = (tmp_path / "tournament-pipeline" / "litellm-map").glob("reasoning-*.json")
+    assert json.loads(memo.read_text()) == {"openai/o3": True, "openai/gpt-4o": False}
