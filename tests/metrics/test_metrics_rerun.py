@@ -16,6 +16,7 @@ from tests.core.run.test_reliability_support import PYTHON_BIN, env, make_projec
 pytestmark = pytest.mark.slow
 STAGES = ("roster", "whoisspy", "elimination")
 RUN_DEPENDENT = ("latency", "elapsed", "seconds", "wall", "duration", "timestamp")
+PARALLEL = {"games_per_job": 64}  # API games many per job, as the repository's params/models.yaml plays them
 
 
 def sh(project: Path, *cmd: str) -> str:
@@ -31,7 +32,8 @@ def metric_keys(value: object) -> set[str]:
 
 
 def test_a_rerun_of_the_same_commit_leaves_dvc_metrics_diff_empty(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "p", copy=True)  # dvc.yaml's stages depend on the project's files
+    # a repository copy: dvc.yaml's stages depend on the project's files
+    project = make_project(tmp_path / "p", parallel=PARALLEL, copy=True)
     shutil.copy2(Path(__file__).resolve().parents[2] / "dvc.yaml", project / "dvc.yaml")
     sh(project, "git", "init", "-q")
     sh(project, "git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "empty")

@@ -10,6 +10,7 @@ Resume after a crash (README):
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -23,11 +24,11 @@ from pipeline.whoisspy.schedule import build_schedule
 from pipeline.whoisspy.schemas import GamesSchema
 from tests.core.run.test_reliability_support import (
     calls_of,
+    job_stats,
     kill_when,
     ledger,
     make_project,
     mtimes,
-    planned_jobs,
     snakemake,
     snakemake_done,
     start_snakemake,
@@ -42,9 +43,9 @@ def game_ids(project: Path) -> list[str]:
     return [g.game_id for g in build_schedule(params, load_models(project / "params/models.yaml"))]
 
 
-def resume(project: Path) -> None:
-    snakemake(project, "--unlock", "whoisspy_all")
-    snakemake(project, *RESUME)
+def jobs_run(done: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """The jobs per rule a finished Snakemake run started with (the table it prints before its first job)."""
+    return job_stats(done.stdout + done.stderr)
 
 
 def check_no_request_sent_twice(project: Path) -> list[dict]:
@@ -93,21 +94,22 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
     assert answered_before
     before = mtimes(games)
 
-    # Snakemake itself refuses to take the killed job's existing output as done (seen without the
-    # workflow profile, whose rerun-incomplete would rerun it at once: step 3)
+    # 3. the documented resume, its first step: the killed run's lock is stale
     snakemake(project, "--unlock", "whoisspy_all")
+    # Snakemake itself refuses to take the killed job's existing output as done (seen without the
+    # workflow profile, whose rerun-incomplete would rerun it at once: the next step)
     refused = snakemake(project, "--cores", "1", "--workflow-profile", "none", "whoisspy_all", check=False)
     assert refused.returncode != 0 and "IncompleteFilesException" in refused.stdout + refused.stderr
     assert f"{second}.calls.parquet" in refused.stdout + refused.stderr
 
-    # 3. the documented resume: only the interrupted game is played again, from the cache
-    assert planned_jobs(project, *RESUME) == {
+    # the documented resume's second step: only the interrupted game is played again, from the cache
+    resumed = snakemake(project, *RESUME)
+    assert jobs_run(resumed) == {
         "whoisspy_play": 1,
         "whoisspy_rate": 1,
         "whoisspy_report": 1,
         "whoisspy_all": 1,
     }
-    resume(project)
     after = mtimes(games)
     assert after[f"{first}.json"] == before[f"{first}.json"]  # the finished game was not replayed
     assert after[f"{second}.calls.parquet"] != before[f"{second}.calls.parquet"]
@@ -131,17 +133,19 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
 
 
 def test_kill_mid_game_with_the_embedded_model_then_resume(tmp_path: Path) -> None:
+    # the embedded model of the demo roster (params/models.yaml), the smaller of the two local models:
+    # a job that loads it costs less CPU than one that loads local/gemma-3-270m
     roster = [
         {
-            "name": "gemma-270m",
-            "model": "local/gemma-3-270m",
+            "name": "smollm2-135m",
+            "model": "local/smollm2-135m",
             "sampling": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 4},
         },
         {"name": "random-bot", "bot": "random"},
         {"name": "heuristic-bot", "bot": "heuristic"},
     ]
     whoisspy = {
-        "players": ["gemma-270m"],
+        "players": ["smollm2-135m"],
         "fill": ["heuristic-bot", "random-bot"],
         "games_per_role": 1,
         "variants": ["baseline"],
@@ -167,13 +171,13 @@ def test_kill_mid_game_with_the_embedded_model_then_resume(tmp_path: Path) -> No
     assert answered
     stamps = mtimes(games)
 
-    assert planned_jobs(project, "--rerun-incomplete", *targets) == {"whoisspy_play": 1}
     snakemake(project, "--unlock", *targets)
-    snakemake(project, "--rerun-incomplete", "--cores", "2", *targets)
+    resumed = snakemake(project, "--rerun-incomplete", "--cores", "2", *targets)
+    assert jobs_run(resumed) == {"whoisspy_play": 1}  # the interrupted game alone
     sent = check_no_request_sent_twice(project)
     assert all(mtimes(games)[f"{g}.json"] == stamps[f"{g}.json"] for g in finished)
     calls = read_table(games / f"{interrupted}.calls.parquet", CallsSchema).filter(
-        pl.col("roster_name") == "gemma-270m"
+        pl.col("roster_name") == "smollm2-135m"
     )
     # the answers given before the kill came from the cache: exactly that many cache hits
     assert calls["cache_hit"].sum() == len(answered)

@@ -151,9 +151,16 @@ def snakemake(
 def planned_jobs(project: Path, *targets: str) -> dict[str, int]:
     """Snakemake's own job counts per rule for `targets` (a dry run)."""
     done = snakemake(project, "-n", "--cores", "2", *targets)
-    text = done.stdout + done.stderr
+    return job_stats(done.stdout + done.stderr)
+
+
+def job_stats(text: str) -> dict[str, int]:
+    """The job counts per rule of the first "Job stats" table in Snakemake's output `text`: what a
+    dry run plans, or what a real run starts with (it prints the same table before its first job).
+    Empty when Snakemake had nothing to do."""
     if "Nothing to be done" in text:
         return {}
+    assert "Job stats:" in text, f"no job stats in Snakemake's output:\n{text[-3000:]}"
     block = text.split("Job stats:", 1)[1]
     counts: dict[str, int] = {}
     for line in block.splitlines()[3:]:

@@ -24,9 +24,9 @@ from pipeline.skate.templates import FAMILIES
 from pipeline.skate.verify import verify_question
 from tests.skate.test_skate_parsing import HASH_ORDER_PROGRAMS, reply
 
-#: SKATE's limits (params/skate.yaml), with a shorter wall limit to keep the sleepers short and a
-#: CPU limit a quarter of it, so a busy loop reaches the CPU limit first even on a loaded machine
-LIMITS = dataclasses.replace(SandboxParams().limits(), cpu_s=1.0, wall_s=4.0)
+#: SKATE's limits (params/skate.yaml), with a CPU limit an eighth of the wall limit, so a busy loop
+#: reaches the CPU limit first even on a machine loaded eight times over (the suite runs in parallel)
+LIMITS = dataclasses.replace(SandboxParams().limits(), cpu_s=1.0, wall_s=8.0)
 
 pytestmark = pytest.mark.skipif(
     sandbox_module.detect_isolation() != "bwrap", reason="warm workers run inside bubblewrap"
