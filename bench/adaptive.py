@@ -133,8 +133,7 @@ def run_schedule(kind: str, field: Field, seats: int, rounds: int, seed: int) ->
         played = play(round_, field, noise, games)
         if kind == "adaptive":
             standings = update_standings(standings, played, PARAMS)
-            for pair, count in meetings(played).items():
-                met[pair] = met.get(pair, 0) + count
+            met = meetings(played, met)
         for name in round_.players:
             games[name] += 1
         events.extend(played)
@@ -315,8 +314,7 @@ def run_real(kind: str, field: RealField, games: int, seed: int) -> tuple[list[R
             played.append(play_real_table(field, table, seen.get(key, 0), seed, r))
             seen[key] = seen.get(key, 0) + 1
         standings = update_standings(standings, played, field.rating)
-        for pair, count in meetings(played).items():
-            met[pair] = met.get(pair, 0) + count
+        met = meetings(played, met)
         for name in round_.players:
             counts[name] += 1
         events.extend(played)

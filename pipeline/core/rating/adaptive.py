@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -176,9 +176,12 @@ def _arrays(standings: Mapping[str, Standing], names: Sequence[str]) -> tuple[np
     )
 
 
-def meetings(events: Sequence[RatingEvent]) -> dict[tuple[str, str], int]:
-    """How often each pair (names sorted) sat at the same table."""
-    met: dict[tuple[str, str], int] = {}
+def meetings(
+    events: Sequence[RatingEvent], before: Mapping[tuple[str, str], int] | None = None
+) -> dict[tuple[str, str], int]:
+    """How often each pair (names sorted) sat at the same table: the tally `before` (a new dict;
+    None: from nothing) plus `events`."""
+    met: dict[tuple[str, str], int] = dict(before or {})
     for event in events:
         players = sorted(event.players)
         for k, a in enumerate(players):
@@ -489,13 +492,7 @@ def decide_round(
     tables = schedule.tables_per_round
     if budget.max_games is not None:
         tables = min(tables, budget.max_games - games)
-    step = AdaptiveSchedule(
-        seats=schedule.seats,
-        tables_per_round=tables,
-        z=schedule.z,
-        max_idle_rounds=schedule.max_idle_rounds,
-        adjacency_bonus=schedule.adjacency_bonus,
-    )
+    step = replace(schedule, tables_per_round=tables)
     return None, next_round(marked, step, params, seed, round_index, met)
 
 
@@ -568,8 +565,7 @@ def simulate_outlook(
                     for table in tables
                 ]
                 current = update_standings(current, events, params)
-                for pair, count in meetings(events).items():
-                    together[pair] = together.get(pair, 0) + count
+                together = meetings(events, together)
                 extra += len(tables)
                 spent += (cost_per_game or 0.0) * len(tables)
             stop, chosen = decide_round(

@@ -345,8 +345,7 @@ def ledger_state(
             if kept is not None:
                 played.append(kept)
         standings = update_standings(standings, played, setup.rating)
-        for pair, count in meetings(played).items():
-            met[pair] = met.get(pair, 0) + count
+        met = meetings(played, met)
     stretch = [r for r in records if r.index >= start]
 
     def spent(rounds: Sequence[RoundRecord]) -> float:

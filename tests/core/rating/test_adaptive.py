@@ -68,8 +68,7 @@ def simulate(kind: str, skills: dict[str, float], seats: int, rounds: int, seed:
                 order = np.argsort(-np.array(perf))
                 played.append(FreeForAll({table[k]: place for place, k in enumerate(order, start=1)}))
         standings = update_standings(standings, played, PARAMS)
-        for pair, count in meetings(played).items():
-            met[pair] = met.get(pair, 0) + count
+        met = meetings(played, met)
         for name in round_.players:
             games[name] += 1
         events.extend(played)
