@@ -527,7 +527,7 @@ def _install_row_products(model: Any, batcher: Batcher) -> None:
     for module in model.modules():
         if type(module) is torch.nn.Linear:
             # an instance attribute: this model's layers only, the class stays as it is
-            module.forward = functools.partial(_row_product, module, batcher)  # type: ignore[method-assign]
+            module.forward = functools.partial(_row_product, module, batcher)
 
 
 def _row_product(module: Any, batcher: Batcher, x: torch.Tensor) -> torch.Tensor:

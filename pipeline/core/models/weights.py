@@ -57,7 +57,7 @@ def _convert_once(target: Path, sha256: str, gguf: Callable[[], Path], discard_g
         # copy look quantized and trigger another conversion on load
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.hf_quantizer = None  # type: ignore[assignment]  # the attribute is loosely typed by transformers
+        model.hf_quantizer = None
         staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         model.save_pretrained(staging)
