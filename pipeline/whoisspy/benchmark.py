@@ -6,6 +6,7 @@ from __future__ import annotations
 from pipeline.core.run.registry import Benchmark, plot_files
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.whoisspy import cli
+from pipeline.whoisspy.adaptive import SPEC as ADAPTIVE
 from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
 
@@ -41,6 +42,7 @@ BENCHMARK = Benchmark(
     },
     outputs=(
         "games",
+        "rounds",  # the adaptive schedule's rounds (empty under the fixed schedule)
         "games.parquet",
         "seats.parquet",
         "speeches.parquet",
@@ -62,4 +64,5 @@ BENCHMARK = Benchmark(
     headline=("games", "points", "win_rate"),
     order=40,
     estimators="pipeline.whoisspy.estimators",
+    adaptive=ADAPTIVE,
 )

@@ -70,6 +70,13 @@ def rate(args: VerbCall) -> int:
     params, _, games = _schedule(args)
     folder = Path(args.args.games)
     files = [folder / f"{g.game_id}.json" for g in games]
+    if params.schedule.adaptive.enabled and not files:
+        print(
+            "error: schedule.adaptive is on and no round has been chosen yet; run `python -m pipeline run "
+            "whoisspy_all` (or `dvc repro whoisspy`): it chooses the rounds and plays them",
+            file=sys.stderr,
+        )
+        return 2
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         print(

@@ -11,6 +11,7 @@ from pipeline.core.artifacts import ParamsError, indexed, load_params, roster_pr
 from pipeline.core.artifacts.params import StrictParams as Strict
 from pipeline.core.models import GameBudgets, ModelsParams
 from pipeline.core.rating import with_defaults
+from pipeline.core.rating.settings import AdaptiveSettings
 
 Variant = Literal["baseline", "attack", "defense", "reasoning"]
 VARIANTS: tuple[str, ...] = ("baseline", "attack", "defense", "reasoning")
@@ -86,6 +87,21 @@ class RatingSettings(_RatingBase):
     )
 
 
+class AdaptiveParams(AdaptiveSettings):
+    """`schedule.adaptive`: rounds of tables chosen from the results so far among `players`
+    (docs/adaptive.md). Off by default: the fixed schedule is the paper's. When on, the fixed games
+    (`fill`, `games_per_role`, the variants other than `rank_variant`) are not played: the rounds
+    are the schedule, each table one game of `rank_variant`."""
+
+
+class ScheduleParams(Strict):
+    adaptive: AdaptiveParams = Field(
+        default_factory=AdaptiveParams,
+        description="the adaptive schedule: enabled (false: the fixed schedule), tables_per_round, z, max_games, "
+        "max_rounds, max_cost_usd, seed; its pool is `players`",
+    )
+
+
 class WhoIsSpyParams(Strict):
     players: list[str] = Field(
         min_length=1,
@@ -118,6 +134,9 @@ class WhoIsSpyParams(Strict):
     rating: RatingSettings = Field(
         default_factory=RatingSettings, description="TrueSkill settings, passes, bootstrap resamples"
     )
+    schedule: ScheduleParams = Field(
+        default_factory=ScheduleParams, description="the adaptive schedule (`schedule.adaptive`), off by default"
+    )
 
     @model_validator(mode="after")
     def _ranked_variant_is_played(self) -> WhoIsSpyParams:
@@ -144,6 +163,13 @@ class WhoIsSpyParams(Strict):
         known = [e.name for e in models.roster]
         named = [*indexed("players", self.players), *indexed("fill", self.fill)]
         problems = roster_problems(named, known, source, models_source)
+        seats = self.rules.seats
+        if self.schedule.adaptive.enabled and len(self.players) < seats:
+            problems.append(
+                f"{source}: schedule.adaptive.enabled is true but players has {len(self.players)} player(s), "
+                f"fewer than rules.seats={seats}: the adaptive rounds seat tables of distinct players from "
+                f"players; list at least {seats} players there, or set schedule.adaptive.enabled: false"
+            )
         if problems:
             raise ParamsError("\n".join(problems))
 

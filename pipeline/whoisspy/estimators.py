@@ -27,11 +27,19 @@ REASONED_VOTE_WORDS = 120
 
 def _schedule(context: PlanContext) -> tuple[Any, Any]:
     from pipeline.whoisspy.config import load_whoisspy
-    from pipeline.whoisspy.schedule import build_schedule
+    from pipeline.whoisspy.schedule import ROUNDS_DIR, build_schedule
 
     def load() -> tuple[Any, Any]:
         params = load_whoisspy(context.params_file(PARAMS))
-        return params, build_schedule(params, context.models, source=context.params_source(PARAMS))
+        # the adaptive rounds written so far, and the round the plan prices before it is written
+        games = build_schedule(
+            params,
+            context.models,
+            source=context.params_source(PARAMS),
+            rounds=context.path(ROUNDS_DIR),
+            preview=context.preview.get("whoisspy", ()),
+        )
+        return params, games
 
     return context.once("whoisspy", load)
 

@@ -27,6 +27,7 @@ a valid setting.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ from typing import Any, Literal
 import polars as pl
 
 from pipeline.core.artifacts import read_record, seed_from
-from pipeline.core.rating.multipass import Pairwise, RatingEvent, TeamMatch, rating_summary
+from pipeline.core.rating.multipass import Pairwise, RatingEvent, RatingParams, TeamMatch, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
 from pipeline.whoisspy.records import SpeechEvent, VoteEvent, WhoIsSpyGame, as_game
 from pipeline.whoisspy.scoring import COST_PER_GAME, START_POINTS
@@ -393,3 +394,40 @@ def metrics_json(
     ):
         out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])
     return {model: dict(sorted(values.items())) for model, values in sorted(out.items())}
+
+
+def opponent_rate_metrics(
+    events: Sequence[RatingEvent], board: pl.DataFrame, params: RatingParams
+) -> dict[str, dict[str, Any]]:
+    """Per model, the share of its opponents (the models of the other side: a spy's civilians, a
+    civilian's spy) whose side lost, two ways (core's `opponent_rates`):
+
+    - `opponent_win_rate`: naive, over all its games, so weighted by how often the schedule sat it
+      with each opponent (and by five civilians a game as the spy, one spy as a civilian);
+    - `opponent_win_rate_uniform`: the mean over the other models of its rate against each, a
+      uniform mix of opponents, which is what a fixed, balanced schedule's naive rate estimates;
+      an opponent never met enters at TrueSkill's predicted probability from the leaderboard's mu
+      and sigma (`opponent_win_rate_imputed` counts them).
+
+    Written only under the adaptive schedule (which chooses close opponents and so pulls naive rates
+    towards 1/2); the fixed schedule's metrics stay as they were."""
+    from pipeline.core.rating.adaptive import Standing, opponent_rates
+
+    ratings = {
+        row["model"]: Standing(float(row["mu"]), float(row["sigma"]))
+        for row in board.iter_rows(named=True)
+        if row["mu"] is not None and row["sigma"] is not None and row["sigma"] > 0
+    }
+    found = opponent_rates(events, ratings, params)
+
+    def clean(value: float | None) -> float | None:
+        return None if value is None or math.isnan(value) else round(value, 4)
+
+    return {
+        model: {
+            "opponent_win_rate": clean(found.naive.get(model)),
+            "opponent_win_rate_uniform": clean(found.uniform.get(model)),
+            "opponent_win_rate_imputed": found.imputed.get(model, 0),
+        }
+        for model in board["model"].to_list()
+    }

@@ -15,6 +15,7 @@ from pipeline.whoisspy.metrics import (
     leaderboard,
     load_records,
     metrics_json,
+    opponent_rate_metrics,
     rating_events,
     ratings,
     variants_table,
@@ -58,7 +59,11 @@ def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Pa
     all_calls = pl.concat(calls) if calls else calls_frame([])
     write_table(out / "calls.parquet", all_calls, CallsSchema, sort_by=["job", "roster_name", "request_id", "attempt"])
 
-    write_json_atomic(out / "metrics.json", metrics_json(board, variants, params.rank_variant, seats))
+    metrics = metrics_json(board, variants, params.rank_variant, seats)
+    if params.schedule.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); fixed runs as before
+        rates = opponent_rate_metrics(events, board, params.rating.rating_params())
+        metrics = {model: dict(sorted({**values, **rates.get(model, {})}.items())) for model, values in metrics.items()}
+    write_json_atomic(out / "metrics.json", metrics)
     return {"games": games.height, "rating_events": len(events), "models": board.height}
 
 

@@ -2,7 +2,8 @@
 # (every game into tables, TrueSkill ratings and metrics.json) and `report` (plots). Games of API
 # models are played by shard jobs instead, many games per process (pipeline/core/run/shards.py): each
 # game still writes its own content-named files; the shard's output is a marker.
-# The files `rate` and `report` write are declared once, in benchmark.py.
+# The files `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive on, the
+# scheduled games are those of the round files in results/whoisspy/rounds (pipeline/whoisspy/schedule.py).
 from pipeline.core.artifacts.progress import announce_games
 from pipeline.core.run import jobs_for_games
 from pipeline.whoisspy.benchmark import BENCHMARK as WHOISSPY
@@ -72,6 +73,16 @@ rule whoisspy_rate:
     shell:
         f"python -m pipeline whoisspy rate --params {{input.params}} --models {WHOISSPY_MODELS} "
         "--games results/whoisspy/games --out results/whoisspy 2> {log}"
+
+
+# every game of the schedule played, nothing rated: with the adaptive schedule on, `python -m pipeline run`
+# builds this target between rounds (pipeline/core/run/rounds.py), so each round plays only its games
+rule whoisspy_rounds:
+    input:
+        shards=expand("results/whoisspy/shards/{shard_id}.json", shard_id=sorted(WHOISSPY_SHARDS)),
+        games=expand("results/whoisspy/games/{game_id}.json", game_id=WHOISSPY_SOLO),
+        calls=expand("results/whoisspy/games/{game_id}.calls.parquet", game_id=WHOISSPY_SOLO),
+        guard=params_guard(PARAMS_PROBLEMS, "whoisspy"),
 
 
 rule whoisspy_report:

@@ -8,18 +8,30 @@ parse, variant, prompt text, the reasoning variant's `reasoning_analysis`, and t
 where the params set one: the paper sets none), so adding a model adds games and changes no
 existing one. A seat's roster entry counts with the sampling fields it sets and only the per-move
 budgets that apply here (`whoisspy.<kind>` or `<kind>`).
+
+With `schedule.adaptive.enabled`, the schedule is the games of the adaptive rounds instead
+(`results/whoisspy/rounds/round-NNN.json`, written by the run's round ledger,
+pipeline.core.run.rounds), each a game of `rank_variant` (`seated_games`): the spy is the table
+member owed the most spy games (its games minus six times its spy games, over the earlier rounds:
+`spy_owed`), ties broken by a draw seeded from the adaptive seed, the round and the members, which also
+draws the word pair and the seating; its replicate counts the earlier games of the very same seats,
+spy and words, so its id is a content id of the same form (`make_spec`) and a game already played is
+never played again (`adaptive_games`). The fixed games are then not played.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.artifacts import ParamsError, content_id, seed_from
-from pipeline.core.models import ModelsParams, RosterEntry
-from pipeline.whoisspy.config import REASONING_ANALYSES, ReplyParams, RulesParams, WhoIsSpyParams
+from pipeline.core.models import ModelsParams, RosterEntry, load_models
+from pipeline.core.run.rounds import RoundGame, read_rounds
+from pipeline.whoisspy.config import REASONING_ANALYSES, ReplyParams, RulesParams, WhoIsSpyParams, load_whoisspy
 from pipeline.whoisspy.prompts import prompt_fingerprint
 from pipeline.whoisspy.words import WORD_PAIRS
 
@@ -30,6 +42,7 @@ from pipeline.whoisspy.words import WORD_PAIRS
 # ballot, and the reasoning variant's analysis is heard by the other voters by default (issue 25)
 ENGINE_VERSION = 3
 ROLES: tuple[str, ...] = ("spy", "civilian")
+ROUNDS_DIR = "results/whoisspy/rounds"  # the adaptive rounds' ledger, relative to the working directory
 
 
 def seat_name(index: int) -> str:
@@ -147,11 +160,161 @@ def check_names(params: WhoIsSpyParams, models: ModelsParams, source: str) -> No
     params.check_roster(models, source)
 
 
-def build_schedule(
-    params: WhoIsSpyParams, models: ModelsParams, source: str = "params/whoisspy.yaml"
+def spy_owed(earlier: Iterable[RoundGame], seats: int) -> Counter[str]:
+    """Per player of the earlier games: how many spy games it is owed, times `seats` (its games
+    minus `seats` x its spy games): a fair share is one spy game in `seats`, so the largest is the
+    most behind. Games alone would do for a fixed pool, but a player added later would then be the
+    spy at every table until it caught up with the field's spy games."""
+    owed: Counter[str] = Counter()
+    for game in earlier:
+        owed.update(game.seats)
+        owed[game.seats[int(game.fields["spy_seat"])]] -= seats
+    return owed
+
+
+def table_game(
+    table: Sequence[str],
+    owed: Counter[str],
+    seen: Counter[tuple[Any, ...]],
+    params: WhoIsSpyParams,
+    models: ModelsParams,
+    seed: int,
+    round_index: int,
+) -> GameSpec:
+    """One adaptive table as a game of `rank_variant` (see the module docstring); `owed` and `seen`
+    (the replicates) count the games before it and are updated with it."""
+    members = sorted(table)
+    rng = random.Random(seed_from("whoisspy-adaptive-table", seed, round_index, members))
+    tiebreak = {name: rng.random() for name in members}
+    spy = max(members, key=lambda name: (owed.get(name, 0), tiebreak[name]))
+    pair = WORD_PAIRS[rng.randrange(len(WORD_PAIRS))]
+    civilian_word, spy_word = (pair.first, pair.second) if rng.random() < 0.5 else (pair.second, pair.first)
+    seating = list(members)
+    rng.shuffle(seating)
+    # the reasoning variant's analysis comes from its focal civilian (as in the fixed games): one drawn here
+    focal = rng.choice([name for name in members if name != spy]) if params.rank_variant == "reasoning" else None
+    key = (tuple(seating), seating.index(spy), civilian_word, spy_word, focal)
+    replicate = seen[key]
+    seen[key] += 1
+    owed.update(seating)
+    owed[spy] -= params.rules.seats
+    return adaptive_spec(params, models, tuple(seating), seating.index(spy), civilian_word, spy_word, replicate, focal)
+
+
+def adaptive_spec(
+    params: WhoIsSpyParams,
+    models: ModelsParams,
+    seats: Sequence[str],
+    spy_seat: int,
+    civilian_word: str,
+    spy_word: str,
+    replicate: int,
+    focal: str | None,
+) -> GameSpec:
+    """An adaptive game under the current params: `rank_variant`, no focal player but the reasoning
+    variant's analyst, the params' seed as every game's."""
+    return make_spec(
+        models,
+        variant=params.rank_variant,
+        seats=seats,
+        spy_seat=spy_seat,
+        civilian_word=civilian_word,
+        spy_word=spy_word,
+        rules=params.rules,
+        replies=params.replies,
+        replicate=replicate,
+        focal=focal,
+        focal_role=None if focal is None else "civilian",
+        schedule_seed=params.seed,
+        reasoning_analysis=params.reasoning_analysis,
+    )
+
+
+def round_game(spec: GameSpec) -> RoundGame:
+    """A game as its round file keeps it: what the ledger chose (seats, spy, words, replicate)."""
+    fields: dict[str, Any] = {
+        "replicate": spec.replicate,
+        "spy_seat": spec.spy_seat,
+        "civilian_word": spec.civilian_word,
+        "spy_word": spec.spy_word,
+    }
+    if spec.focal is not None:
+        fields["focal"] = spec.focal
+    return RoundGame(spec.game_id, spec.seats, fields)
+
+
+def seated_games(
+    tables: Sequence[Sequence[str]],
+    earlier: Iterable[RoundGame],
+    params: WhoIsSpyParams,
+    models: ModelsParams,
+    seed: int,
+    round_index: int,
+) -> list[RoundGame]:
+    """One game per table of an adaptive round (`table_game`), counting the earlier rounds' games
+    and this round's tables before it."""
+    before = list(earlier)
+    owed = spy_owed(before, params.rules.seats)
+    seen: Counter[tuple[Any, ...]] = Counter(
+        (g.seats, int(g.fields["spy_seat"]), g.fields["civilian_word"], g.fields["spy_word"], g.fields.get("focal"))
+        for g in before
+    )
+    return [round_game(table_game(t, owed, seen, params, models, seed, round_index)) for t in tables]
+
+
+def adaptive_games(
+    params: WhoIsSpyParams,
+    models: ModelsParams,
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
 ) -> list[GameSpec]:
-    """All games of the tournament, in a stable order (variant, player, replicate, role)."""
+    """The games of the adaptive rounds written so far (and `preview`: a round the run plan prices
+    before it is written), each rebuilt from its round file under the current params. A game whose
+    id no longer matches (a roster entry, a rule or `rank_variant` changed since it was chosen)
+    stops with the fix: the rounds belong to the games they chose."""
+    records = read_rounds(rounds)
+    chosen = [(record.index, game) for record in records for game in record.games]
+    chosen += [(len(records) + 1, game) for game in preview]
+    games: list[GameSpec] = []
+    seen: set[str] = set()
+    for index, game in chosen:
+        f = game.fields
+        spec = adaptive_spec(
+            params,
+            models,
+            game.seats,
+            int(f["spy_seat"]),
+            str(f["civilian_word"]),
+            str(f["spy_word"]),
+            int(f.get("replicate", 0)),
+            f.get("focal"),
+        )
+        if spec.game_id != game.id:
+            raise ParamsError(
+                f"{rounds}/round-{index:03d}.json: game {game.id} ({', '.join(game.seats)}) is now {spec.game_id}: "
+                "a roster entry of its players, a rule or rank_variant changed since the round was chosen, so its "
+                f"games are other games; restore the params it was chosen under, or move {rounds} away to start "
+                "the rounds anew"
+            )
+        if spec.game_id not in seen:
+            seen.add(spec.game_id)
+            games.append(spec)
+    return games
+
+
+def build_schedule(
+    params: WhoIsSpyParams,
+    models: ModelsParams,
+    source: str = "params/whoisspy.yaml",
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
+) -> list[GameSpec]:
+    """All games of the tournament, in a stable order (variant, player, replicate, role); or, with
+    `schedule.adaptive.enabled`, the games of the adaptive rounds in `rounds` (relative to the
+    working directory), in round and table order."""
     check_names(params, models, source)
+    if params.schedule.adaptive.enabled:
+        return adaptive_games(params, models, rounds, preview)
     n = params.rules.seats
     games: list[GameSpec] = []
     for variant in params.variants:
@@ -191,6 +354,16 @@ def build_schedule(
     if len(set(ids)) != len(ids):  # cannot happen unless the identity above loses a field
         raise RuntimeError("two scheduled games got the same id")
     return games
+
+
+def schedule_from_files(
+    params_path: str | Path = "params/whoisspy.yaml",
+    models_path: str | Path = "params/models.yaml",
+    rounds: str | Path = ROUNDS_DIR,
+    preview: Sequence[RoundGame] = (),
+) -> list[GameSpec]:
+    """The schedule of these params: the fixed games, or the adaptive rounds' games (`build_schedule`)."""
+    return build_schedule(load_whoisspy(params_path), load_models(models_path), str(params_path), rounds, preview)
 
 
 def find_game(games: Sequence[GameSpec], game_id: str, source: str) -> GameSpec:

@@ -18,7 +18,8 @@ def scheduled_game_ids(params_path: str, models_path: str, problems: dict[str, s
 def scheduled_seats(
     params_path: str, models_path: str, problems: dict[str, str] | None = None
 ) -> dict[str, tuple[str, ...]]:
-    """Roster names at the seats of every scheduled game; {} when the params cannot be read.
+    """Roster names at the seats of every scheduled game (the fixed games, or the adaptive rounds'
+    games: pipeline.whoisspy.schedule); {} when the params cannot be read.
 
     A broken params file must not stop other benchmarks' targets from parsing: its problem goes into
     `problems` (the Snakefile's PARAMS_PROBLEMS), and building a target that needs whoisspy stops on it
@@ -59,4 +60,6 @@ def rate_settings(params_path: str) -> dict[str, Any]:
         "rank_variant": params.rank_variant,
         "seed": params.seed,
         "rating": params.rating.model_dump(mode="json"),
+        # the adaptive schedule adds the opponent rates to metrics.json; a fixed run's settings stay as they were
+        **({"adaptive": True} if params.schedule.adaptive.enabled else {}),
     }

@@ -2,7 +2,8 @@
 
 A fixed schedule decides every table before any game. This one works in rounds: after each round
 the ratings are updated (`update_standings`, one online TrueSkill step per game through the
-compiled engine), and `next_round` picks the next round's tables from them:
+compiled engine; team games through trueskill's own update), and `next_round` picks the next
+round's tables from them:
 
 - a pair of models is worth playing when TrueSkill's match quality is high (the outcome is
   uncertain, so it moves the ratings) and their sigmas are large (there is much to learn), and
@@ -41,7 +42,7 @@ from typing import Literal
 import numpy as np
 
 from pipeline.core.artifacts import seed_from
-from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
+from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams, TeamMatch
 from pipeline.core.rating.fast import compile_events, rate_rows
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "Round",
     "Standing",
     "StopReason",
+    "TableShape",
     "adjacent_unseparated",
     "fixed_round",
     "meetings",
@@ -70,6 +72,10 @@ __all__ = [
 StopReason = Literal["separated", "budget"]
 #: why a tournament with budgets stopped (`decide_round`): the ranking is settled, or a budget is spent
 RoundStop = Literal["separated", "max_games", "max_rounds", "max_cost_usd"]
+#: how `simulate_outlook` scores a simulated table: "ranked" (two seats: a pairwise game; more: a
+#: free-for-all by performance) or "one_against_rest" (a team game: one seat, drawn at random,
+#: against a team of the others, e.g. a spy against the civilians)
+TableShape = Literal["ranked", "one_against_rest"]
 
 
 @dataclass(frozen=True)
@@ -326,13 +332,32 @@ def fixed_round(
     )
 
 
+def _rate_reference(
+    events: Sequence[RatingEvent], names: Sequence[str], mu: np.ndarray, sigma: np.ndarray, params: RatingParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """`events` in order through trueskill's own update (`multipass.apply_event`), from `mu` and
+    `sigma`: the compiled engine rates single-player teams only, so a round with a team game
+    takes this path (the multi-pass rating rates team games the same way)."""
+    from pipeline.core.rating.multipass import apply_event  # polars and the summary load only here
+
+    env = params.env()
+    ratings = {name: env.create_rating(float(mu[i]), float(sigma[i])) for i, name in enumerate(names)}
+    for event in events:
+        apply_event(env, ratings, event)
+    return (
+        np.array([ratings[name].mu for name in names], dtype=np.float64),
+        np.array([ratings[name].sigma for name in names], dtype=np.float64),
+    )
+
+
 def update_standings(
     standings: Mapping[str, Standing], events: Sequence[RatingEvent], params: RatingParams
 ) -> dict[str, Standing]:
     """The standings after one round's games: one online TrueSkill update per game (the
-    compiled engine, one row), games counted, idle rounds reset for those who played and
-    advanced for the rest. A round's tables share no player, so the order of its games does not
-    change the result. Players not yet in `standings` start at the prior."""
+    compiled engine, one row; a round with a team game goes through trueskill's own update,
+    `_rate_reference`), games counted, idle rounds reset for those who played and advanced for
+    the rest. A round's tables share no player, so the order of its games does not change the
+    result. Players not yet in `standings` start at the prior."""
     current = dict(standings)
     for event in events:
         for player in event.players:
@@ -340,7 +365,9 @@ def update_standings(
     names = sorted(current)
     index = {name: i for i, name in enumerate(names)}
     mu, sigma = _arrays(current, names)
-    if events:
+    if any(isinstance(event, TeamMatch) for event in events):
+        mu, sigma = _rate_reference(events, names, mu, sigma, params)
+    elif events:
         table = compile_events(events, index)
         sequence = np.arange(len(events), dtype=np.int64)[None, :]
         mus, sigmas = rate_rows(table, sequence, len(names), params, start=(mu[None, :], sigma[None, :]))
@@ -363,7 +390,9 @@ def update_standings(
 @dataclass(frozen=True)
 class RateEstimate:
     """Per model: `naive`, the share of opponent comparisons won over all its games (in a
-    free-for-all, each table-mate finished behind counts 1, a tie 1/2); `uniform`, the same rate
+    free-for-all, each table-mate finished behind counts 1, a tie 1/2; in a team game, each
+    player of the other team counts 1 when its team won, 1/2 for a draw, and team-mates are no
+    opponents); `uniform`, the same rate
     against a uniform mix of the other models: the mean over opponents of the per-opponent rate,
     so the schedule's choice of opponents cancels out. Opponents never met (`imputed` counts
     them) enter `uniform` at TrueSkill's predicted probability of finishing ahead."""
@@ -385,7 +414,10 @@ def _pair_scores(event: RatingEvent) -> list[tuple[str, str, float]]:
                 if i != j:
                     out.append((i, j, 1.0 if ri < rj else 0.5 if ri == rj else 0.0))
         return out
-    raise TypeError(f"opponent rates need Pairwise or FreeForAll games, got {event!r}")
+    if isinstance(event, TeamMatch):
+        s = {"a": 1.0, "b": 0.0, "draw": 0.5}[event.outcome]
+        return [(i, j, s) for i in event.a for j in event.b] + [(j, i, 1.0 - s) for i in event.a for j in event.b]
+    raise TypeError(f"opponent rates need Pairwise, FreeForAll or TeamMatch games, got {event!r}")
 
 
 def _predicted(a: Standing, b: Standing, params: RatingParams) -> float:
@@ -508,7 +540,16 @@ class Outlook:
     stops: dict[str, int]
 
 
-def _simulated_event(table: Sequence[str], performance: Mapping[str, float]) -> RatingEvent:
+def _simulated_event(
+    table: Sequence[str], performance: Mapping[str, float], shape: TableShape, rng: np.random.Generator
+) -> RatingEvent:
+    if shape == "one_against_rest":
+        # TrueSkill's team model: a team performs the sum of its players' performances. The lone
+        # seat is drawn uniformly (a benchmark's own rule, e.g. balancing spy games, is not simulated).
+        lone = table[int(rng.integers(len(table)))]
+        rest = tuple(name for name in table if name != lone)
+        won = performance[lone] > sum(performance[name] for name in rest)
+        return TeamMatch((lone,), rest, "a" if won else "b")
     if len(table) == 2:
         a, b = table
         return Pairwise(a, b, "a" if performance[a] > performance[b] else "b")
@@ -532,6 +573,7 @@ def simulate_outlook(
     cost_per_game: float | None = None,
     simulations: int = 16,
     quantile: float = 0.9,
+    shape: TableShape = "ranked",
 ) -> Outlook:
     """How many more games the tournament plays before `decide_round` stops it, by simulation.
 
@@ -541,8 +583,12 @@ def simulate_outlook(
     of it), plays the games already chosen but not finished (`pending`, counted), then runs
     `decide_round` round after round on outcomes from TrueSkill's own model (skill plus Gaussian
     noise of sd beta, ranked), with the standings updated as the ledger updates them. Spending
-    grows by `cost_per_game` a game (None: the dollar budget is not simulated). Seeded from the
-    inputs, so the same standings give the same outlook."""
+    grows by `cost_per_game` a game (None: the dollar budget is not simulated). `shape`: how a
+    table is scored (`TableShape`); a "one_against_rest" table is a team game under TrueSkill's
+    team model (the team performs the sum of its players), so a lone seat against five equals
+    almost never wins, the standings barely move and the outlook runs towards the budgets (the
+    model's own forecast, and the costlier side). Seeded from the inputs, so the same standings
+    give the same outlook."""
     totals: list[int] = []
     stops: dict[str, int] = {}
     names = sorted(standings)
@@ -561,7 +607,9 @@ def simulate_outlook(
         while True:
             if tables:
                 events = [
-                    _simulated_event(table, {name: skill[name] + rng.normal(0.0, params.beta) for name in table})
+                    _simulated_event(
+                        table, {name: skill[name] + rng.normal(0.0, params.beta) for name in table}, shape, rng
+                    )
                     for table in tables
                 ]
                 current = update_standings(current, events, params)

@@ -204,6 +204,7 @@ def outlook(
         cost_per_game=cost,
         simulations=simulations,
         quantile=quantile,
+        shape=setup.shape,
     )
     return AdaptiveOutlook(
         **base,

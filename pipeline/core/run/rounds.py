@@ -43,7 +43,7 @@ from pipeline.core.artifacts.io import content_id, write_json_atomic
 from pipeline.core.artifacts.params import ParamsError
 
 if TYPE_CHECKING:
-    from pipeline.core.rating.adaptive import Budget, RoundStop, Standing
+    from pipeline.core.rating.adaptive import Budget, RoundStop, Standing, TableShape
     from pipeline.core.rating.events import RatingEvent, RatingParams
     from pipeline.core.rating.settings import AdaptiveSettings
 
@@ -55,12 +55,17 @@ FORMAT = 1  # the round file's layout; bumped when it changes
 @dataclass(frozen=True)
 class AdaptiveSetup:
     """What a benchmark's params say about its adaptive schedule: the settings, the pool (roster
-    names), the table size and the rating's TrueSkill settings (the standings use them)."""
+    names), the table size and the rating's TrueSkill settings (the standings use them).
+
+    `shape`: how the plan's simulation scores a table (`simulate_outlook`): "ranked" (pairwise or
+    free-for-all by performance) or "one_against_rest" (a team game: one seat against the others).
+    It decides no round, so it is not part of the digest."""
 
     settings: AdaptiveSettings
     pool: tuple[str, ...]
     seats: int
     rating: RatingParams
+    shape: TableShape = "ranked"
 
     @property
     def enabled(self) -> bool:
@@ -257,9 +262,10 @@ def game_cost(spec: AdaptiveSpec, results: Path, game_id: str) -> float:
 
 
 def restrict(event: RatingEvent, pool: frozenset[str]) -> RatingEvent | None:
-    """The event among the pool's players only (ranks renumbered), or None when fewer than two
-    remain: a model taken out of the pool no longer moves anyone's standing."""
-    from pipeline.core.rating.events import FreeForAll, Pairwise
+    """The event among the pool's players only (ranks renumbered; a team game keeps each team's
+    pool members), or None when fewer than two players (two non-empty teams) remain: a model taken
+    out of the pool no longer moves anyone's standing."""
+    from pipeline.core.rating.events import FreeForAll, Pairwise, TeamMatch
 
     if set(event.players) <= pool:
         return event
@@ -271,7 +277,11 @@ def restrict(event: RatingEvent, pool: frozenset[str]) -> RatingEvent | None:
             return None
         order = sorted(set(kept.values()))
         return FreeForAll({name: order.index(rank) + 1 for name, rank in kept.items()})
-    return None  # team games have no adaptive schedule yet
+    if isinstance(event, TeamMatch):
+        a = tuple(name for name in event.a if name in pool)
+        b = tuple(name for name in event.b if name in pool)
+        return TeamMatch(a, b, event.outcome) if a and b else None
+    raise TypeError(f"not a rating event: {event!r}")
 
 
 @dataclass(frozen=True)
@@ -320,10 +330,11 @@ def ledger_state(
     events: Mapping[str, RatingEvent],
     costs: Mapping[str, float] | None = None,
 ) -> LedgerState:
-    """Rate the finished games round by round, online, from the prior (`update_standings`, the
-    compiled engine): every pool player starts at the prior before the first round and sits out the
-    rounds it did not play, so a model added later is the most idle and has the largest sigma.
-    `costs`: dollars per finished game (the spend the budgets count)."""
+    """Rate the finished games round by round, online, from the prior (`update_standings`: the
+    compiled engine, or trueskill's own update for team games): every pool player starts at the
+    prior before the first round and sits out the rounds it did not play, so a model added later is
+    the most idle and has the largest sigma. `costs`: dollars per finished game (the spend the
+    budgets count)."""
     from pipeline.core.rating.adaptive import meetings, new_standing, update_standings
 
     costs = costs or {}

@@ -1,0 +1,92 @@
+"""Who is Spy's adaptive schedule, as the round ledger (pipeline.core.run.rounds) asks for it.
+
+- `setup`: `schedule.adaptive` of params/whoisspy.yaml, the pool `players`, the seats
+  (`rules.seats`), the rating's TrueSkill settings, and tables scored one against the rest (the
+  plan's simulation: a spy against the civilians);
+- `games`: a round's tables become games of `rank_variant` as the rules schedule them
+  (`schedule.seated_games`: the spy, the words and the seating chosen from the ledger);
+- `events`: a finished game is a team game, the spy's model against the team of the distinct
+  civilian models, won by the side the record names (`rating.matchup: teams`, the spec; the ledger
+  keeps one event per game whatever the matchup);
+- a game is finished once its record exists (written after its calls table); that table's cost is
+  what `max_cost_usd` counts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.core.run.rounds import AdaptiveSetup, AdaptiveSpec, RoundGame, RoundRequest
+
+if TYPE_CHECKING:  # the rating core (and trueskill) loads only when a ledger is read, not at every parse
+    from pipeline.core.rating.events import RatingEvent
+
+GAMES = "games"  # the games folder under results/whoisspy/
+
+
+def setup(params_path: Path, models_path: Path) -> AdaptiveSetup:
+    from pipeline.whoisspy.config import load_whoisspy
+
+    params = load_whoisspy(params_path)
+    return AdaptiveSetup(
+        settings=params.schedule.adaptive,
+        pool=tuple(params.players),
+        seats=params.rules.seats,
+        rating=params.rating.rating_params(),
+        shape="one_against_rest",
+    )
+
+
+def games(request: RoundRequest) -> list[RoundGame]:
+    from pipeline.core.models import load_models
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import seated_games
+
+    return seated_games(
+        request.tables,
+        request.earlier,
+        load_whoisspy(request.params),
+        load_models(request.models),
+        request.setup.settings.seed,
+        request.index,
+    )
+
+
+def team_event(record: dict[str, object]) -> RatingEvent | None:
+    """The spy's model against the distinct civilian models (a model on both sides plays for the
+    spy only, as the rating has it), from a game record's JSON; None without a civilian team."""
+    from pipeline.core.rating.events import TeamMatch
+
+    players = record["players"]
+    assert isinstance(players, list)
+    spy = next(str(p["model"]) for p in players if p["role"] == "spy")
+    civilians = sorted({str(p["model"]) for p in players if p["role"] == "civilian"} - {spy})
+    if not civilians:
+        return None
+    return TeamMatch((spy,), tuple(civilians), "a" if record["winner"] == "spy" else "b")
+
+
+def events(results: Path, game_ids: Sequence[str]) -> dict[str, RatingEvent]:
+    found: dict[str, RatingEvent] = {}
+    for game_id in game_ids:
+        path = results / GAMES / f"{game_id}.json"
+        if not path.is_file():
+            continue
+        event = team_event(json.loads(path.read_text(encoding="utf-8")))
+        if event is not None:
+            found[game_id] = event
+    return found
+
+
+SPEC = AdaptiveSpec(
+    setup=setup,
+    games=games,
+    events=events,
+    play_target="whoisspy_rounds",
+    play_rule="whoisspy_play",
+    finished=(f"{GAMES}/{{game_id}}.json",),
+    calls=f"{GAMES}/{{game_id}}.calls.parquet",
+)

@@ -1,0 +1,253 @@
+"""Who is Spy's adaptive schedule without Snakemake: a round's tables as games (the spy owed the most
+spy games, seeded words and seats, content ids, replicates), the round files as the schedule, the
+params' checks, the team events the ledger reads and rates, and the opponent-corrected rates."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+from pipeline.core.artifacts import ParamsError, load_params, write_json_atomic
+from pipeline.core.models import Gateway
+from pipeline.core.rating.adaptive import (
+    AdaptiveSchedule,
+    Budget,
+    meetings,
+    new_standing,
+    opponent_rates,
+    simulate_outlook,
+    update_standings,
+)
+from pipeline.core.rating.events import FreeForAll, RatingParams, TeamMatch
+from pipeline.core.run.rounds import AdaptiveSetup, RoundGame, RoundRecord, ledger_state, restrict
+from pipeline.whoisspy import adaptive
+from pipeline.whoisspy.config import WhoIsSpyParams
+from pipeline.whoisspy.engine import run_game
+from pipeline.whoisspy.metrics import opponent_rate_metrics
+from pipeline.whoisspy.schedule import build_schedule, make_spec, seated_games
+from tests.conftest import models_params
+
+BOTS = [{"name": f"bot-{k}", "bot": "heuristic" if k % 2 else "random"} for k in range(8)]
+NAMES = [b["name"] for b in BOTS]
+RATING = RatingParams(draw_probability=0.0)
+
+
+def adaptive_params(players: list[str], variant: str = "baseline", **settings: Any) -> WhoIsSpyParams:
+    return WhoIsSpyParams.model_validate(
+        {
+            "players": players,
+            "fill": players[:1],
+            "variants": [variant],
+            "rank_variant": variant,
+            "schedule": {"adaptive": {"enabled": True, **settings}},
+        }
+    )
+
+
+def spy_of(game: RoundGame) -> str:
+    return game.seats[int(game.fields["spy_seat"])]
+
+
+def play_rounds(params: WhoIsSpyParams, tables: list[tuple[str, ...]], seed: int = 0) -> list[RoundGame]:
+    """One round per table, each seated against every game before it (as the ledger asks)."""
+    models = models_params(BOTS)
+    games: list[RoundGame] = []
+    for index, table in enumerate(tables, start=1):
+        games += seated_games([table], games, params, models, seed, index)
+    return games
+
+
+def test_the_spy_is_the_member_owed_the_most_spy_games_and_the_choice_is_seeded() -> None:
+    params = adaptive_params(NAMES)
+    same = tuple(NAMES[:6])
+    six = play_rounds(params, [same] * 6)
+    assert sorted(spy_of(g) for g in six) == sorted(same)  # six games at one table: each is the spy once
+    # eight players at rotating tables: every spy count within one of its fair share (games / 6)
+    rotating = [tuple(NAMES[(r + k) % 8] for k in range(6)) for r in range(48)]
+    games = play_rounds(params, rotating)
+    played = Counter(name for g in games for name in g.seats)
+    spied = Counter(spy_of(g) for g in games)
+    assert all(abs(spied[name] - played[name] / 6) <= 1 for name in NAMES), (spied, played)
+    # owed, not fewest: after five games at one table, the member never the spy owes five sixths of
+    # a game each; a newcomer (no game, no spy game either) owes none, so the veteran is the spy
+    never = next(name for name in same if name not in {spy_of(g) for g in six[:5]})
+    models = models_params(BOTS)
+    mixed = (never, "bot-6", *[name for name in same if name != never][:4])
+    assert spy_of(seated_games([mixed], six[:5], params, models, 0, 6)[0]) == never
+    assert play_rounds(params, rotating) == games  # the same ledger gives the same games
+    assert play_rounds(params, rotating, seed=1) != games  # the seed draws the ties, words and seats
+    reordered = seated_games([tuple(reversed(same))], [], params, models, 0, 1)
+    assert reordered == seated_games([same], [], params, models, 0, 1)  # the members decide, not their order
+
+
+def test_a_game_id_is_the_content_id_and_a_repeat_is_a_new_replicate() -> None:
+    params = adaptive_params(NAMES)
+    models = models_params(BOTS)
+    table = tuple(NAMES[:6])
+    first = seated_games([table], [], params, models, 0, 1)[0]
+    rebuilt = make_spec(
+        models,
+        variant="baseline",
+        seats=first.seats,
+        spy_seat=first.fields["spy_seat"],
+        civilian_word=first.fields["civilian_word"],
+        spy_word=first.fields["spy_word"],
+        rules=params.rules,
+        replies=params.replies,
+        schedule_seed=params.seed,
+    )
+    assert first.id == rebuilt.game_id and first.fields["replicate"] == 0
+    assert first.fields["civilian_word"] != first.fields["spy_word"]
+    # after six games at this table every member owes none again: round 1's draw repeats the very same game
+    six = play_rounds(params, [table] * 6)
+    again = seated_games([table], six, params, models, 0, 1)[0]
+    assert (again.seats, again.fields["spy_seat"], again.fields["replicate"]) == (
+        first.seats,
+        first.fields["spy_seat"],
+        1,
+    )
+    assert again.id != first.id
+    reasoning = adaptive_params(NAMES, "reasoning")
+    analyst = seated_games([table], [], reasoning, models, 0, 1)[0]
+    assert analyst.fields["focal"] in analyst.seats and analyst.fields["focal"] != spy_of(analyst)
+
+
+def test_the_schedule_is_the_round_files(tmp_path: Path) -> None:
+    models = models_params(BOTS)
+    params = adaptive_params(NAMES)
+    rounds = tmp_path / "rounds"
+    assert build_schedule(params, models, rounds=rounds) == []  # no round yet: nothing scheduled
+    games = seated_games([NAMES[:6]], [], params, models, 0, 1)
+    setup = AdaptiveSetup(params.schedule.adaptive, tuple(NAMES), 6, RATING)
+    record = RoundRecord(
+        1,
+        "whoisspy",
+        setup.digest,
+        {},
+        tuple(NAMES),
+        {},
+        (),
+        0,
+        0,
+        0.0,
+        {},
+        (),
+        None,
+        (tuple(NAMES[:6]),),
+        tuple(games),
+    )
+    write_json_atomic(rounds / "round-001.json", record.to_json())
+    scheduled = build_schedule(params, models, rounds=rounds)
+    assert [(g.game_id, g.seats, g.variant, g.focal) for g in scheduled] == [
+        (games[0].id, games[0].seats, "baseline", None)
+    ]
+    assert scheduled[0].seats[scheduled[0].spy_seat] == spy_of(games[0])
+    preview = seated_games([NAMES[2:]], games, params, models, 0, 2)
+    assert [g.game_id for g in build_schedule(params, models, rounds=rounds, preview=preview)][-1] == preview[0].id
+    with pytest.raises(ParamsError, match="round-001.json: game .* is now"):
+        build_schedule(adaptive_params(NAMES, "attack"), models, rounds=rounds)  # another variant: other games
+
+
+def test_bad_params_name_the_file_the_field_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ParamsError) as found:
+        adaptive_params(NAMES[:5]).check_roster(models_params(BOTS), "params/whoisspy.yaml")
+    message = str(found.value)
+    assert "params/whoisspy.yaml: schedule.adaptive.enabled is true" in message and "list at least 6 players" in message
+    path = tmp_path / "whoisspy.yaml"
+    path.write_text(yaml.safe_dump({"players": NAMES, "fill": NAMES, "schedule": {"adaptive": {"max_games": 0}}}))
+    with pytest.raises(ParamsError) as found:
+        load_params(WhoIsSpyParams, path)
+    assert f"{path}: invalid params" in str(found.value) and "schedule.adaptive.max_games" in str(found.value)
+    assert "fix: set schedule.adaptive.max_games" in str(found.value)
+    assert WhoIsSpyParams(players=NAMES, fill=NAMES).schedule.adaptive.enabled is False  # fixed unless asked
+
+
+def test_the_declaration_reads_its_params(tmp_path: Path) -> None:
+    (tmp_path / "whoisspy.yaml").write_text(
+        yaml.safe_dump({"players": NAMES, "fill": NAMES, "schedule": {"adaptive": {"enabled": True, "max_games": 9}}})
+    )
+    setup = adaptive.setup(tmp_path / "whoisspy.yaml", tmp_path / "models.yaml")
+    assert setup.enabled and setup.pool == tuple(NAMES) and setup.seats == 6 and setup.settings.max_games == 9
+    assert setup.shape == "one_against_rest" and setup.rating.draw_probability == 0.0
+
+
+def test_a_finished_game_is_a_team_event_the_ledger_rates(tmp_path: Path) -> None:
+    models = models_params(BOTS)
+    params = adaptive_params(NAMES)
+    game = seated_games([NAMES[:6]], [], params, models, 0, 1)[0]
+    spec = build_schedule(params, models, rounds=tmp_path / "none", preview=[game])[0]
+    record = run_game(spec, models, Gateway(models, job=game.id, cache_dir=tmp_path))
+    write_json_atomic(tmp_path / "games" / f"{game.id}.json", record)
+    events = adaptive.events(tmp_path, [game.id, "0000000000000000"])  # an unplayed game reads as nothing
+    event = events[game.id]
+    assert list(events) == [game.id] and isinstance(event, TeamMatch)
+    assert event.a == (spy_of(game),) and set(event.b) == set(game.seats) - {spy_of(game)}
+    assert event.outcome == ("a" if record["winner"] == "spy" else "b")
+    setup = AdaptiveSetup(params.schedule.adaptive, tuple(NAMES), 6, RATING)
+    record_1 = RoundRecord(1, "whoisspy", "", {}, tuple(NAMES), {}, (), 0, 0, 0.0, {}, (), None, (), (game,))
+    state = ledger_state(setup, [record_1], events)
+    moved = {name for name, s in state.standings.items() if s.games}
+    assert moved == set(game.seats) and state.read == (game.id,)
+    assert state.met[tuple(sorted(game.seats[:2]))] == 1  # the whole table met
+
+
+def test_team_events_are_restricted_to_the_pool_and_rated_by_trueskill() -> None:
+    game = TeamMatch(("spy",), ("c1", "c2", "c3"), "a")
+    assert restrict(game, frozenset(["spy", "c1", "c3", "other"])) == TeamMatch(("spy",), ("c1", "c3"), "a")
+    assert restrict(game, frozenset(["c1", "c2", "c3"])) is None  # one team left: no game
+    assert restrict(game, frozenset(game.players)) is game
+    standings = {name: new_standing(RATING) for name in ("spy", "c1", "c2", "c3", "idle")}
+    after = update_standings(standings, [game], RATING)
+    env = RATING.env()
+    (spy,), civilians = env.rate([(env.create_rating(),), tuple(env.create_rating() for _ in range(3))], ranks=[0, 1])
+    assert after["spy"].mu == pytest.approx(spy.mu) and after["c2"].sigma == pytest.approx(civilians[1].sigma)
+    assert after["spy"].mu > RATING.mu > after["c1"].mu and after["idle"] == type(after["idle"])(
+        RATING.mu, RATING.sigma, 0, 1
+    )
+    assert update_standings(standings, [game], RATING) == after  # deterministic
+    # a round mixing team and free-for-all games goes through trueskill for all of them
+    mixed = update_standings(standings, [game, FreeForAll({"idle": 1, "other": 2})], RATING)
+    assert mixed["spy"] == after["spy"] and mixed["idle"].mu > RATING.mu
+    assert meetings([game])[("c1", "spy")] == 1
+
+
+def test_opponent_rates_of_team_games() -> None:
+    # the spy beats its three civilians once and loses to two of them once: 3 of 5 opponents beaten
+    events = [TeamMatch(("s",), ("a", "b", "c"), "a"), TeamMatch(("s",), ("a", "b"), "b")]
+    found = opponent_rates(events, {}, RATING)
+    assert found.naive["s"] == pytest.approx(3 / 5) and found.naive["a"] == pytest.approx(1 / 2)
+    assert found.uniform["s"] == pytest.approx((0.5 + 0.5 + 1.0) / 3)  # a, b: 1 of 2; c: 1 of 1
+    assert found.naive["c"] == 0.0
+    board = pl.DataFrame({"model": ["s", "a", "b", "c"], "mu": [25.0, 25.0, 25.0, 25.0], "sigma": [2.0] * 4})
+    rates = opponent_rate_metrics(events, board, RATING)
+    assert rates["s"]["opponent_win_rate"] == 0.6 and rates["c"]["opponent_win_rate_imputed"] == 2
+    assert 0 < rates["c"]["opponent_win_rate_uniform"] < 1  # b and a never met c as an opponent: predicted
+
+
+def test_the_outlook_simulates_a_spy_against_the_rest() -> None:
+    schedule = AdaptiveSchedule(seats=6, tables_per_round=1)
+    standings = {name: new_standing(RATING) for name in NAMES}
+    kwargs: dict[str, Any] = {"budget": Budget(max_games=12, max_rounds=100), "games": 0, "rounds": 0}
+    one = simulate_outlook(standings, schedule, RATING, 0, 1, None, shape="one_against_rest", **kwargs)
+    assert one == simulate_outlook(standings, schedule, RATING, 0, 1, None, shape="one_against_rest", **kwargs)
+    assert 0 < one.mean <= one.high <= 12 and sum(one.stops.values()) == one.simulations
+
+
+def test_the_plan_prices_the_next_round_before_it_is_written(tmp_path: Path) -> None:
+    from pipeline.core.run.adaptive_plan import outlook
+    from pipeline.whoisspy.benchmark import BENCHMARK
+
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "models.yaml").write_text(yaml.safe_dump({"roster": BOTS}))
+    whoisspy = {"players": NAMES, "fill": NAMES[:1], "schedule": {"adaptive": {"enabled": True, "max_rounds": 2}}}
+    (tmp_path / "params" / "whoisspy.yaml").write_text(yaml.safe_dump(whoisspy))
+    found = outlook(BENCHMARK, models_params(BOTS), root=tmp_path, simulations=4)
+    assert found is not None and (found.rounds, found.games, found.to_play) == (0, 0, 0)
+    assert found.priced_games == 1 and found.cost_per_game == 0.0  # the next round's game, by the estimator
+    assert found.further_mean == found.further_high == 2  # two rounds of one table
+    assert not (tmp_path / "results" / "whoisspy" / "rounds").exists()  # the plan writes nothing
