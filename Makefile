@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed-stamp
+# apt-get one at a time (`make test` installs the Python side and the system packages at once, and
+# apt refuses a second run while one holds its lock)
+APT_GET := flock /tmp/.tournament-pipeline-apt.lock env DEBIAN_FRONTEND=noninteractive apt-get
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
@@ -16,7 +19,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@# the code sandbox (SKATE) isolates programs with bubblewrap; as root we can install it
 	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+		$(APT_GET) update -qq && $(APT_GET) install -y -qq bubblewrap >/dev/null; \
 		else echo "note: bubblewrap not installed; the sandbox falls back to unshare or refuses"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -30,7 +33,7 @@ $(STAMP): pyproject.toml
 # only the tests need it, so a fresh machine's `make demo` does not wait for it
 browser:
 	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		$(APT_GET) update -qq && $(APT_GET) install -y -qq chromium >/dev/null; \
 		else echo "note: chromium not installed; the site's browser tests will be skipped"; fi; }
 
 # the SLURM profile is tested on a real one-node cluster from Debian's packages (slurm-wlm:
@@ -41,7 +44,7 @@ slurm:
 	@command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v slurmdbd >/dev/null \
 		&& command -v munged >/dev/null && command -v mariadbd >/dev/null || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SLURM_PACKAGES) >/dev/null; \
+		$(APT_GET) update -qq && $(APT_GET) install -y -qq $(SLURM_PACKAGES) >/dev/null; \
 		else echo "note: SLURM not installed; the SLURM cluster test will be skipped"; fi; }
 
 # One Snakemake run over every benchmark keeps both cores busy across them (`dvc repro` runs its
@@ -84,15 +87,20 @@ format: setup
 	$(BIN)/snakefmt Snakefile pipeline tests/example_benchmark
 
 # pytest-xdist: whole test files spread over TEST_WORKERS processes (--dist loadfile keeps a file's
-# module fixtures in one process), the longest files first (tests/conftest.py). More workers than
-# cores pays: the integration tests spend much of their time waiting on subprocesses and sleeps.
+# module fixtures in one process), the longest files first (tests/conftest.py; --no-loadscope-reorder
+# keeps that order). More workers than cores pays: the integration tests spend much of their time
+# waiting on subprocesses and sleeps.
+# The Python packages and the system packages install at once (one waits on downloads while the
+# other unpacks), then the lints, then pytest.
 TEST_WORKERS ?= 3
-test: setup browser slurm lint
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+test:
+	@$(MAKE) --no-print-directory --output-sync=target -j3 setup browser slurm
+	@$(MAKE) --no-print-directory lint
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # the unit tier only, for the edit loop (no browser, cluster or lint; CI runs `make test`)
 test-fast: setup
-	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile
+	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 clean-results:
 	rm -rf results/*/ .snakemake

@@ -54,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tests-") as tmp:
         report = Path(tmp) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
-        command += ["-n", str(args.workers), "--dist", "loadfile", f"--basetemp={tmp}/t"]
+        command += ["-n", str(args.workers), "--dist", "loadfile", "--no-loadscope-reorder", f"--basetemp={tmp}/t"]
         if args.tier == "unit":
             command += ["-m", "not slow"]
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}

@@ -16,16 +16,29 @@ import yaml
 from pipeline.core.models.roster import ModelsParams
 
 REPO = Path(__file__).resolve().parents[1]
-# the test files that take longest (CPU and waiting), longest first: scheduled first under xdist
+# the test files that take longest (wall time under `make test`, longest first): scheduled first
+# under xdist (with --no-loadscope-reorder, which keeps this order instead of xdist's "most tests
+# first", which started the one-test files last); the short unit files fill the gaps
 LONGEST_FILES = (
-    "tests/core/models/test_frontier_roster.py",
     "tests/leaderboard/test_publish_collaborator.py",
+    "tests/core/run/test_shards.py",
+    "tests/core/models/test_frontier_roster.py",
+    "tests/core/run/test_reliability_demo.py",
+    "tests/core/run/test_crash_resume.py",
+    "tests/core/models/test_local_model.py",
     "tests/core/run/test_slurm_cluster.py",
     "tests/metrics/test_metrics_rerun.py",
-    "tests/core/run/test_shards.py",
-    "tests/core/run/test_crash_resume.py",
-    "tests/core/run/test_reliability_demo.py",
+    "tests/roster/test_roster_stage.py",
+    "tests/elimination/test_elimination_adaptive_workflow.py",
     "tests/core/run/test_plan.py",
+    "tests/skate/test_skate_game.py",
+    "tests/elimination/test_elimination_stage.py",
+    "tests/whoisspy/test_whoisspy_stage.py",
+    "tests/core/run/test_registry.py",
+    "tests/core/sandbox/test_sandbox_warm.py",
+    "tests/skate/test_skate_local.py",
+    "tests/core/models/test_provider_faults.py",
+    "tests/core/models/test_budget.py",
 )
 
 

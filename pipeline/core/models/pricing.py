@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from pipeline.core.models.model_map import map_answer
 from pipeline.core.models.roster import ModelsParams, RosterEntry
 
 __all__ = ["price_per_token"]
@@ -18,11 +21,8 @@ def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = F
     own = models.gateway.prices.get(entry.model or "")
     if own is not None:
         return own.input_usd_per_mtok / 1e6 * discount, own.output_usd_per_mtok / 1e6 * discount
-    import litellm  # the bundled map (LITELLM_LOCAL_MODEL_COST_MAP=True, set by the package)
-
-    try:
-        info = litellm.get_model_info(entry.model or "")
-    except Exception:  # noqa: BLE001 - litellm raises for a model it does not know
+    info = map_answer("prices", entry.model or "", _map_prices(entry.model or ""))
+    if info is None:
         return None
     pin, pout = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if pin is None or pout is None:
@@ -31,3 +31,25 @@ def price_per_token(entry: RosterEntry, models: ModelsParams, *, batch: bool = F
     if batch and batch_in is not None and batch_out is not None:
         return float(batch_in), float(batch_out)
     return float(pin) * discount, float(pout) * discount
+
+
+_PRICE_FIELDS = (
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "input_cost_per_token_batches",
+    "output_cost_per_token_batches",
+)
+
+
+def _map_prices(model: str) -> Any:
+    """What litellm's map says a token of `model` costs (None: a model it does not know); kept on
+    disk per litellm version (`map_answer`), since every run plan prices the roster."""
+
+    def ask(litellm: Any) -> dict[str, float | None] | None:
+        try:
+            info = litellm.get_model_info(model)
+        except Exception:  # noqa: BLE001 - litellm raises for a model it does not know
+            return None
+        return {name: info.get(name) for name in _PRICE_FIELDS}
+
+    return ask

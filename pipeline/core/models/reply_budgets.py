@@ -19,15 +19,11 @@ think only when asked, so for them the map alone is not enough.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
-import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pipeline.core.artifacts.io import user_cache_dir, write_json_atomic
 from pipeline.core.artifacts.params import StrictParams
+from pipeline.core.models.model_map import map_answer
 from pipeline.core.models.roster import RosterEntry
 
 #: a move's visible budget when neither the game nor the entry sets one: the reference Xent's cap on
@@ -76,46 +72,16 @@ class ReplyBudget:
 @functools.lru_cache(maxsize=512)
 def _map_says_reasoning(model: str) -> bool:
     """litellm's model map: does this model reason? Unknown models (self-hosted, custom) do not.
+    Kept on disk per litellm version (`map_answer`): every Snakefile parse and SKATE job asks it
+    of each API model in the roster."""
 
-    The answer is kept on disk per litellm version (`reasoning_map_memo`): importing litellm takes
-    seconds, and every Snakefile parse and SKATE job asks this of each API model in the roster."""
-    memo = reasoning_map_memo()
-    known = _read_memo(memo) if memo else {}
-    if model in known:
-        return bool(known[model])
-    import litellm  # on first use: it takes seconds to import (the package sets the offline price map)
-
-    try:
-        answer = bool(litellm.supports_reasoning(model=model))
-    except Exception:  # noqa: BLE001 - an unknown model or provider is simply not known to reason
-        answer = False
-    if memo is not None:
+    def ask(litellm: Any) -> bool:
         try:
-            write_json_atomic(memo, {**_read_memo(memo), model: answer})
-        except OSError:  # a read-only cache only costs the import next time
-            pass
-    return answer
+            return bool(litellm.supports_reasoning(model=model))
+        except Exception:  # noqa: BLE001 - an unknown model or provider is simply not known to reason
+            return False
 
-
-def reasoning_map_memo() -> Path | None:
-    """Where the model map's answers are kept: one file per litellm version in the user cache, or
-    None when litellm reads a remote map (LITELLM_LOCAL_MODEL_COST_MAP unset to True), whose
-    answers may change without a new version."""
-    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() != "true":
-        return None
-    try:
-        version = importlib.metadata.version("litellm")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    return user_cache_dir("litellm-map") / f"reasoning-{version}.json"
-
-
-def _read_memo(path: Path) -> dict[str, bool]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): bool(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    return bool(map_answer("reasoning", model, ask))
 
 
 def is_reasoning_model(entry: RosterEntry) -> bool:
