@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-import pipeline  # noqa: F401  (first: sets the offline environment before litellm loads)
+import os
+
+# One torch (OpenMP) thread per test process, set before torch loads, as Snakemake sets it for each
+# job (OMP_NUM_THREADS = the rule's threads). `make test` runs three workers on two cores, and
+# torch's default, a thread per core that spins while it waits, burned about ten times the CPU
+# there: 12 tokens of the embedded model took 15.8 CPU-s against 1.7 with one thread, same text.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pipeline  # noqa: F401  (first of the package: sets the offline environment before litellm loads)
 
 # isort: split
 from collections.abc import Callable, Iterator
