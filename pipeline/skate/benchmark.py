@@ -6,6 +6,7 @@ from __future__ import annotations
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.skate import cli
+from pipeline.skate.adaptive import SPEC as ADAPTIVE
 from pipeline.skate.outputs import WRITES
 from pipeline.skate.replay import replays
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema
@@ -29,7 +30,7 @@ BENCHMARK = Benchmark(
     writes=WRITES,
     outputs=(
         "generate",
-        "rounds",
+        "rounds",  # the round jobs, and the adaptive schedule's round files (none under the fixed game)
         "answers",
         "questions.parquet",
         "setter_rounds.parquet",
@@ -52,4 +53,5 @@ BENCHMARK = Benchmark(
     headline=("p_correct_mean", "questions_answered"),
     order=10,
     estimators="pipeline.skate.estimators",
+    adaptive=ADAPTIVE,
 )

@@ -17,12 +17,14 @@ DEFAULT_OUT = "results/skate"
 
 def _load(args: VerbCall | argparse.Namespace) -> Any:  # -> (SkateParams, ModelsParams, Schedule)
     from pipeline.core.models import load_models
+    from pipeline.core.run.rounds import rounds_dir
     from pipeline.skate.config import load_skate
-    from pipeline.skate.schedule import build_schedule
+    from pipeline.skate.schedule import game_schedule
 
     params = load_skate(args.params)
     models = load_models(args.models)
-    return params, models, build_schedule(params, models, source=args.params)
+    # the fixed game, or the adaptive rounds' jobs (their ledger: <out>/rounds/round-NNN.json)
+    return params, models, game_schedule(params, models, source=args.params, rounds=rounds_dir(Path(args.out)))
 
 
 def _sandbox(params: Any) -> Any:  # -> Sandbox
@@ -110,6 +112,13 @@ def rate(args: VerbCall) -> int:
     from pipeline.skate.report import write_rate
 
     params, _, schedule = _load(args)
+    if params.adaptive.enabled and not schedule.answers:
+        print(
+            "error: adaptive is on and no round has been chosen yet; run `python -m pipeline run skate_all` "
+            "(or `dvc repro skate`): it chooses the rounds and plays them",
+            file=sys.stderr,
+        )
+        return 2
     summary = write_rate(params, schedule, args.out, args.out)
     print(
         f"rated {summary['questions']} question(s) from {summary['attempts']} attempt(s): "

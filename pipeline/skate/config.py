@@ -11,6 +11,7 @@ from pipeline.core.artifacts import ParamsError, indexed, load_params, roster_pr
 from pipeline.core.artifacts.params import StrictParams as Strict
 from pipeline.core.models import ModelsParams
 from pipeline.core.rating import with_defaults
+from pipeline.core.rating.settings import AdaptiveSettings
 from pipeline.core.sandbox import SandboxLimits
 
 Strategy = Literal["no_info", "historical_tasks", "historical_performance", "full_personal_context", "full_context"]
@@ -203,6 +204,22 @@ class AnalysesParams(Strict):
     )
 
 
+class AdaptiveParams(AdaptiveSettings):
+    """`adaptive`: rounds whose answerers are chosen from the results so far (docs/adaptive.md). Off
+    by default: the fixed game, every answerer on every question, is the paper's. When on, every
+    player still sets a question each round, but only the answerers seated at the round's tables
+    answer them; the rounds run until neighbours are separated or a budget is spent (`rounds` is
+    then not the game's length)."""
+
+    seats: int = Field(
+        2,
+        ge=2,
+        le=100,
+        description="an integer from 2 to 100: answerers per table; each table answers the round's questions "
+        "and is compared pairwise on each (2: one pair; k: k answer jobs compare k(k-1)/2 pairs)",
+    )
+
+
 class SkateParams(Strict):
     players: list[str] = Field(
         min_length=1,
@@ -235,6 +252,11 @@ class SkateParams(Strict):
     analyses: AnalysesParams = Field(
         default_factory=AnalysesParams, description="the paper's analyses: stability, strategy comparison"
     )
+    adaptive: AdaptiveParams = Field(
+        default_factory=AdaptiveParams,
+        description="the adaptive schedule: enabled (false: the fixed game), seats, tables_per_round, z, "
+        "max_games, max_rounds, max_cost_usd, seed; its pool is players and answer_only",
+    )
 
     @field_validator("players", "answer_only")
     @classmethod
@@ -261,6 +283,17 @@ class SkateParams(Strict):
     def answerers(self) -> list[str]:
         return [*self.players, *self.answer_only]
 
+    def adaptive_problems(self, source: str = "params/skate.yaml") -> list[str]:
+        """What keeps the adaptive schedule from seating a table, with the fix (none when it is off)."""
+        seats = self.adaptive.seats
+        if not self.adaptive.enabled or len(self.answerers) >= seats:
+            return []
+        return [
+            f"{source}: adaptive.enabled is true but players and answer_only list {len(self.answerers)} "
+            f"answerer(s), fewer than adaptive.seats={seats}: a table seats distinct answerers; list at least "
+            f"{seats} answerers, lower adaptive.seats, or set adaptive.enabled: false"
+        ]
+
     def check_roster(
         self, models: ModelsParams, source: str = "params/skate.yaml", models_source: str = "params/models.yaml"
     ) -> None:
@@ -268,9 +301,15 @@ class SkateParams(Strict):
         name, the closest roster name and the fix (every unknown name at once)."""
         known = [e.name for e in models.roster]
         named = [*indexed("players", self.players), *indexed("answer_only", self.answer_only)]
-        problems = roster_problems(named, known, source, models_source)
+        problems = roster_problems(named, known, source, models_source) + self.adaptive_problems(source)
         if problems:
             raise ParamsError("\n".join(problems))
+
+    def fixed(self) -> SkateParams:
+        """These params with the adaptive schedule off: a whole fixed game (the strategy games)."""
+        if not self.adaptive.enabled:
+            return self
+        return self.model_copy(update={"adaptive": self.adaptive.model_copy(update={"enabled": False})})
 
 
 def load_skate(path: str | Path = "params/skate.yaml") -> SkateParams:

@@ -109,7 +109,7 @@ async def run_generate(
     for attempt in range(1, params.attempts + 1):
         messages = setter_messages(
             round_number=job.round,
-            rounds=params.rounds,
+            rounds=job.of_rounds,
             context=context,
             failures=render_failures(failures, params.attempts - attempt + 1),
         )

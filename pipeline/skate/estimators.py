@@ -13,6 +13,10 @@ its own job code.
   round's questions exist, the job's own code runs through the probe gateway, so every
   request's cache hit is counted with its real key; before that a round has one question per
   player that entered one in earlier rounds (its entry rate), else one per player (the most).
+- an adaptive table is priced part by part (pipeline/skate/adaptive.py: no rule plays a whole
+  table, so the adaptive plan names `skate_answer` with a `part` wildcard), each part a generate or
+  an answer job priced as above; the schedule is then the adaptive rounds', with the round the plan
+  previews before it is written.
 """
 
 from __future__ import annotations
@@ -46,10 +50,18 @@ class _NoSandbox:
 def _loaded(context: PlanContext) -> tuple[Any, Any]:
     if "skate" not in context.loaded:
         from pipeline.skate.config import load_skate
-        from pipeline.skate.schedule import build_schedule
+        from pipeline.skate.schedule import ROUNDS_DIR, game_schedule
 
         params = load_skate(context.params_file(PARAMS))
-        context.loaded["skate"] = (params, build_schedule(params, context.models, source=context.params_source(PARAMS)))
+        # the fixed game, or the adaptive rounds written so far and the round the plan prices before it is
+        schedule = game_schedule(
+            params,
+            context.models,
+            source=context.params_source(PARAMS),
+            rounds=context.path(ROUNDS_DIR),
+            preview=context.preview.get("skate", ()),
+        )
+        context.loaded["skate"] = (params, schedule)
     return context.loaded["skate"]
 
 
@@ -104,7 +116,7 @@ def estimate_generate(job: PlannedJob, context: PlanContext) -> list[CallEstimat
         prompt_tokens(
             setter_messages(
                 round_number=gen.round,
-                rounds=params.rounds,
+                rounds=gen.of_rounds,
                 context=render_context([], gen.setter, params.strategy),
                 failures=render_failures([], params.attempts),
             )
@@ -197,6 +209,18 @@ def estimate_answer(job: PlannedJob, context: PlanContext) -> list[CallEstimate]
     ]
 
 
+def estimate_answer_or_part(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    """An answer job; or one part of an adaptive table (wildcard `part`: `generate/<id>` or
+    `answers/<id>`), priced as that job."""
+    part = job.wildcards.get("part")
+    if part is None:
+        return estimate_answer(job, context)
+    kind, _, job_id = part.partition("/")
+    if kind == "generate":
+        return estimate_generate(PlannedJob("skate_generate", job.reason, {"gen_id": job_id}), context)
+    return estimate_answer(PlannedJob("skate_answer", job.reason, {"answer_id": job_id}), context)
+
+
 def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     return [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
 
@@ -209,7 +233,7 @@ def not_estimated(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
 
 ESTIMATORS = {
     "skate_generate": estimate_generate,
-    "skate_answer": estimate_answer,
+    "skate_answer": estimate_answer_or_part,
     "skate_round": no_calls,
     "skate_rate": no_calls,
     "skate_report": no_calls,

@@ -7,7 +7,9 @@
   checks it can answer before asking);
 - points of difference: the variance of p(correct) across answerers per question;
 - how each model answered (`exact_mode`, `exact_share`): in an exact-mode game a model without
-  log-probabilities is sampled, and both estimate the same p(correct).
+  log-probabilities is sampled, and both estimate the same p(correct);
+- under the adaptive schedule, the share of pairwise comparisons won, naive and against a uniform
+  mix of opponents (`opponent_rate_metrics`).
 
 "Others" are the setting models (params `players`) only: an answer-only model or bot answers
 every question but never enters another model's asking skill or self-preference, so adding one
@@ -21,6 +23,8 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import polars as pl
+
+from pipeline.core.rating.multipass import RatingParams
 
 CONFIDENT = 0.5
 
@@ -233,3 +237,38 @@ def metrics_json(
             )
         result[model] = entry
     return result
+
+
+def opponent_rate_metrics(
+    pcorrect: pl.DataFrame,
+    ratings: pl.DataFrame,
+    models: Sequence[str],
+    setters: Sequence[str],
+    *,
+    mode: str,
+    sigma_stop: float,
+    pass_threshold: float,
+    params: RatingParams,
+) -> dict[str, dict[str, float | int | None]]:
+    """Per model, the share of its pairwise comparisons won (a draw 1/2) in `mode`, the events the
+    rating builds (every two answerers of a question), two ways (core's `opponent_rates`):
+
+    - `opponent_win_rate`: naive, over all its comparisons, so weighted by how often the schedule
+      had it answer beside each opponent;
+    - `opponent_win_rate_uniform`: the mean over the other models of its rate against each, a
+      uniform mix of opponents, which is what the fixed game's naive rate estimates; an opponent it
+      never shared a question with enters at TrueSkill's predicted probability from the ratings' mu
+      and sigma of `mode` (`opponent_win_rate_imputed` counts them).
+
+    Written only under the adaptive schedule (it chooses close opponents, which pulls naive rates
+    towards 1/2); the fixed game's metrics stay as they were."""
+    from pipeline.core.rating.adaptive import Standing, opponent_rates
+    from pipeline.skate.ranking import question_games
+
+    events = [e for q in question_games(pcorrect, mode, sigma_stop, pass_threshold, setters) for e in q.games]
+    known = {
+        row["player"]: Standing(float(row["mu"]), float(row["sigma"]))
+        for row in ratings.filter(pl.col("mode") == mode).iter_rows(named=True)
+        if row["mu"] is not None and row["sigma"] is not None and row["sigma"] > 0
+    }
+    return opponent_rates(events, known, params).metrics(models)

@@ -30,7 +30,9 @@ def play_game(
     cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Play every round, rate, and (when `report`) write metrics and plots; returns the metrics
-    (or the rate summary without a report)."""
+    (or the rate summary without a report). It is the fixed game whatever `adaptive` says: the
+    adaptive rounds need the workflow's round ledger."""
+    params = params.fixed()
     schedule = build_schedule(params, models)
     box = sandbox or Sandbox(params.sandbox.limits(), allow_unisolated=params.sandbox.allow_unisolated)
     for r in range(1, params.rounds + 1):

@@ -126,9 +126,11 @@ def render_failures(failures: Sequence[FailedAttempt], attempts_left: int) -> st
     return "\n\n".join(lines)
 
 
-def setter_messages(*, round_number: int, rounds: int, context: str, failures: str) -> list[Message]:
-    # as in the paper, the setter knows how far the game has gone (so a longer game reruns it)
-    parts = [f"Round {round_number} of {rounds}. Write one new question.", SETTER_RULES]
+def setter_messages(*, round_number: int, rounds: int | None, context: str, failures: str) -> list[Message]:
+    # as in the paper, the setter knows how far the game has gone (so a longer game reruns it); an
+    # adaptive game (rounds None) has no length fixed in advance, so its prompt names none
+    where = f"Round {round_number}" if rounds is None else f"Round {round_number} of {rounds}"
+    parts = [f"{where}. Write one new question.", SETTER_RULES]
     if context:
         parts.append(context)
     if failures:

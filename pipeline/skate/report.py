@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, write_table, write_text_atomic
 from pipeline.core.models import empty_at_limit_counts
 from pipeline.skate.config import SkateParams
-from pipeline.skate.metrics import cumulative_by_round, metrics_json, skills, variance_table
+from pipeline.skate.metrics import cumulative_by_round, metrics_json, opponent_rate_metrics, skills, variance_table
 from pipeline.skate.plots import write_plots
 from pipeline.skate.ranking import MODES, history, question_games, ratings
 from pipeline.skate.records import read_generate
@@ -229,8 +229,21 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
     starved = empty_at_limit_counts(read_table(out / "calls.parquet", CallsSchema))
     for model, entry in metrics.items():
         entry["empty_at_token_limit"] = starved.get(model, 0)
+    rounds = params.rounds
+    if params.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); a fixed game's as before
+        rates = opponent_rate_metrics(
+            pcorrect,
+            rating_table,
+            models,
+            params.players,
+            mode=params.ranking.primary,
+            sigma_stop=params.answering.sigma_stop,
+            pass_threshold=params.ranking.pass_threshold,
+            params=params.ranking.rating_params(),
+        )
+        for model, entry in metrics.items():
+            entry.update(rates.get(model, {}))
+        rounds = int(cast(int, pcorrect["round"].max() or 0))  # the rounds played: `rounds` is no length here
     write_json_atomic(out / "metrics.json", metrics)
-    write_plots(
-        out, rating_history, skill_frame, cumulative_by_round(pcorrect, params.rounds, params.players), variance
-    )
+    write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, rounds, params.players), variance)
     return metrics

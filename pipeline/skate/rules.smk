@@ -2,7 +2,8 @@
 #   generate (round, setter) -> round (round) -> answer (round, answerer) -> rate -> report
 # Every job's output is named by a content id of what decides it (see pipeline/skate/schedule.py);
 # a setter's attempts run the sandbox and the uniqueness check inside its generate job, because
-# each retry must be told why the last attempt failed.
+# each retry must be told why the last attempt failed. With adaptive on, the jobs are those of the
+# adaptive rounds' files in results/skate/rounds (round-NNN.json; pipeline/skate/schedule.py).
 from pathlib import Path
 
 # The files `rate`, `report` and the analyses write are declared once, in benchmark.py (skate.outputs).
@@ -77,6 +78,14 @@ rule skate_answer:
         args=SKATE_ARGS,
     shell:
         "python -m pipeline skate play {wildcards.answer_id} {params.args} 2> {log}"
+
+
+# every job of the schedule played, nothing rated: with the adaptive schedule on, `python -m pipeline run`
+# builds this target between rounds (pipeline/core/run/rounds.py), so each round plays only its jobs
+rule skate_rounds:
+    input:
+        SKATE.rate_inputs(),
+        guard=params_guard(PARAMS_PROBLEMS, "skate"),
 
 
 rule skate_rate:

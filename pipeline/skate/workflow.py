@@ -52,12 +52,13 @@ class SkateWorkflow:
         from pipeline.core.models import load_models
         from pipeline.skate.config import load_skate
         from pipeline.skate.prompts import PROMPT_VERSION
-        from pipeline.skate.schedule import SKATE_VERSION, build_schedule
+        from pipeline.skate.schedule import SKATE_VERSION, game_schedule
 
         try:
             params = load_skate(params_path)
             models = load_models(models_path)
-            self.schedule = build_schedule(params, models, source=params_path)
+            # the fixed game, or the adaptive rounds' jobs (their ledger lies beside the round jobs)
+            self.schedule = game_schedule(params, models, source=params_path, rounds=f"{out}/rounds")
         except ParamsError as exc:
             if problems is not None:
                 problems.setdefault("skate", str(exc))
@@ -70,12 +71,15 @@ class SkateWorkflow:
             "ranking": params.ranking.model_dump(mode="json"),
             "sigma_stop": params.answering.sigma_stop,
             "analyses": params.analyses.model_dump(mode="json"),
+            # the adaptive schedule adds the opponent rates to metrics.json; a fixed game's settings stay as they were
+            **({"adaptive": True} if params.adaptive.enabled else {}),
         }
         self.strategies = list(params.analyses.strategies)
         self.game_settings = {  # the versions: a code change that alters games reruns them too
             "version": SKATE_VERSION,
             "prompts": PROMPT_VERSION,
-            **params.model_dump(mode="json", exclude={"strategy", "analyses"}),
+            # a strategy game is a whole fixed game whatever `adaptive` says (SkateParams.fixed)
+            **params.model_dump(mode="json", exclude={"strategy", "analyses", "adaptive"}),
             "answering": params.answering.identity(),
             "roster": [models.entry(n).model_dump(mode="json") for n in params.answerers],
         }

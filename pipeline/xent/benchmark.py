@@ -6,6 +6,7 @@ from __future__ import annotations
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.xent import cli
+from pipeline.xent.adaptive import SPEC as ADAPTIVE
 from pipeline.xent.outputs import WRITES
 from pipeline.xent.replay import replays
 from pipeline.xent.schemas import MovesSchema, RewardsSchema, ScoresSchema, TokenXentsSchema
@@ -34,6 +35,7 @@ BENCHMARK = Benchmark(
     outputs=(
         "maps",
         "play",
+        "rounds",  # the adaptive schedule's rounds (empty under the fixed schedule)
         "moves.parquet",
         "rewards.parquet",
         "token_xents.parquet",
@@ -60,4 +62,5 @@ BENCHMARK = Benchmark(
     order=20,
     estimators="pipeline.xent.estimators",
     schedule_notes=schedule_notes,
+    adaptive=ADAPTIVE,
 )

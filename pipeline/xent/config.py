@@ -11,6 +11,7 @@ from pipeline.core.artifacts import ParamsError, did_you_mean, indexed, load_par
 from pipeline.core.artifacts.params import StrictParams as Strict
 from pipeline.core.models import ModelsParams
 from pipeline.core.rating import with_defaults
+from pipeline.core.rating.settings import AdaptiveSettings
 
 
 class ReplyParams(Strict):
@@ -56,6 +57,31 @@ class RatingSettings(_RatingBase):
 
     draw_probability: float = Field(
         0.1, gt=0.0, lt=1.0, description="TrueSkill draw probability in (0, 1): equal map scores are ties"
+    )
+
+
+class AdaptiveParams(AdaptiveSettings):
+    """`schedule.adaptive`: rounds of tables chosen from the results so far among `players`
+    (docs/adaptive.md, "Xent"). Off by default: every player plays every map, as the reference. When
+    on, a table is `table_size` players dealt one map, the first in the map order that none of them
+    has played; each seat plays that one map (a play job of one map), and the table's ranking by map
+    score is one rating event."""
+
+    table_size: int = Field(
+        2,
+        ge=2,
+        le=1000,
+        description="players per table, at most len(players): 2 (the default) compares pairs, the freest "
+        "choice of who is compared; len(players) deals every map to the whole field (the fixed schedule's "
+        "plays, map by map, with the adaptive stop)",
+    )
+
+
+class ScheduleParams(Strict):
+    adaptive: AdaptiveParams = Field(
+        default_factory=AdaptiveParams,
+        description="the adaptive schedule: enabled (false: every player plays every map), table_size, "
+        "tables_per_round, z, max_games, max_rounds, max_cost_usd, seed; its pool is `players`",
     )
 
 
@@ -110,12 +136,27 @@ class XentParams(Strict):
         default_factory=ReplyParams, description="reply protocol, token cap and history detail"
     )
     rating: RatingSettings = Field(default_factory=RatingSettings, description="TrueSkill settings")
+    schedule: ScheduleParams = Field(
+        default_factory=ScheduleParams, description="the adaptive schedule (`schedule.adaptive`), off by default"
+    )
 
     @model_validator(mode="after")
     def _something_to_play(self) -> XentParams:
         if not self.games and not self.map_set:
             raise ValueError("give at least one game under `games` or an imported `map_set` directory")
         return self
+
+    def adaptive_problems(self, source: str = "params/xent.yaml") -> list[str]:
+        """What stops the adaptive schedule from seating a table (nothing when it is off)."""
+        adaptive = self.schedule.adaptive
+        players = len(set(self.players))
+        if not adaptive.enabled or adaptive.table_size <= players:
+            return []
+        return [
+            f"{source}: schedule.adaptive.table_size is {adaptive.table_size} but players has {players} distinct "
+            f"player(s): a table seats distinct players; set schedule.adaptive.table_size to at most {players}, "
+            "list more players, or set schedule.adaptive.enabled: false"
+        ]
 
     def check_roster(
         self, models: ModelsParams, source: str = "params/xent.yaml", models_source: str = "params/models.yaml"
@@ -130,6 +171,7 @@ class XentParams(Strict):
         problems = roster_problems(
             [*indexed("players", self.players), ("opponent", self.opponent)], known, source, models_source
         )
+        problems += self.adaptive_problems(source)
         judges = judge_names()
         for field, names in (("judge", [self.judge]), ("rescore_judges", self.rescore_judges)):
             for name in names:

@@ -221,18 +221,28 @@ def _why(game: str, work: GameWork, roles: Sequence[str], protocol: str) -> str:
 
 def _load(context: PlanContext) -> tuple[Any, Any]:
     from pipeline.xent.config import load_xent
-    from pipeline.xent.schedule import build_schedule
+    from pipeline.xent.schedule import ROUNDS_DIR, build_schedule
 
     def load() -> tuple[Any, Any]:  # the run's params directory (params/, or `--params DIR`)
         params = load_xent(context.params_file(PARAMS))
-        return params, build_schedule(params, context.models, source=context.params_source(PARAMS))
+        # the adaptive rounds written so far, and the round the plan prices before it is written
+        schedule = build_schedule(
+            params,
+            context.models,
+            source=context.params_source(PARAMS),
+            rounds=context.path(ROUNDS_DIR),
+            preview=context.preview.get("xent", ()),
+        )
+        return params, schedule
 
     return cast(tuple[Any, Any], context.once("xent", load))
 
 
 def estimate_play(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     params, schedule = _load(context)
-    play = schedule.job(job.wildcards["game"], job.wildcards["job_id"])
+    # the adaptive plan names a table's play as `<game>/<job_id>` (pipeline.xent.adaptive.parts)
+    game_name, _, job_id = job.wildcards["job_id"].rpartition("/")
+    play = schedule.job(job.wildcards.get("game") or game_name or None, job_id)
     game = schedule.games[play.game]
     work: GameWork = context.once(f"xent-moves/{play.game}", lambda: game_work(game, play.maps, play.rounds, params))
     seats = [play.player] + ([play.opponent] if play.opponent else [])

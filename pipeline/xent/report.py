@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
 from pipeline.core.models import empty_at_limit_counts
-from pipeline.core.rating.multipass import FreeForAll, rating_summary
+from pipeline.core.rating.multipass import FreeForAll, RatingParams, rating_summary
 from pipeline.xent.config import load_xent
 from pipeline.xent.schemas import (
     MapsSchema,
@@ -142,18 +143,28 @@ def map_table(rounds: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def ranked_event(scores: Mapping[str, tuple[float | None, bool]]) -> FreeForAll | None:
+    """One map's players (model -> (map score, voided)) ranked by map score: equal scores tie, a
+    voided map (or none) ranks its player last; None with fewer than two players. The adaptive
+    schedule's tables are rated by the same rule (pipeline.xent.adaptive)."""
+    if len(scores) < 2:
+        return None
+    values = {m: (s if s is not None and not void else -math.inf) for m, (s, void) in scores.items()}
+    ordered = sorted(set(values.values()), reverse=True)
+    return FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()})
+
+
 def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
-    """Per map, players ranked by map score (equal scores tie; a voided map ranks its player last)."""
+    """Per map, players ranked by map score (`ranked_event`). Under the adaptive schedule a map's
+    players are those of every table dealt it: one event holds all their scores, as in the fixed
+    schedule."""
     events = []
     for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
-        if group.height < 2:
-            continue
-        values = {
-            m: (s if s is not None and not void else -math.inf)
-            for m, s, void in zip(group["model"], group["map_score"], group["voided"])
-        }
-        ordered = sorted(set(values.values()), reverse=True)
-        events.append(FreeForAll({m: ordered.index(v) + 1 for m, v in values.items()}))
+        event = ranked_event(
+            {m: (s, void) for m, s, void in zip(group["model"], group["map_score"], group["voided"], strict=True)}
+        )
+        if event is not None:
+            events.append(event)
     return events
 
 
@@ -190,6 +201,10 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
     calls_path = root / "calls.parquet"  # every play job's calls, written by rescore
     empty = empty_at_limit_counts(read_table(calls_path, CallsSchema)) if calls_path.exists() else {}
     metrics = metrics_dict(scores, ratings, maps, empty)
+    if params.schedule.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); fixed runs as before
+        rates = opponent_rate_metrics(events, ratings, rating.rating_params())
+        for model, entry in metrics.items():
+            entry.update(rates.get(model, {}))
     if params.map_set:
         differs = map_set_fields_differing(params, params_path, models_path)
         for entry in metrics.values():
@@ -201,6 +216,25 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
         "flagged_maps": int(maps["flagged"].sum()),
         "rating_events": len(events),
     }
+
+
+def opponent_rate_metrics(
+    events: Sequence[FreeForAll], ratings: pl.DataFrame, params: RatingParams
+) -> dict[str, dict[str, float | int | None]]:
+    """Per model, the share of the other players of its maps it scored above (a tie counts 1/2), two
+    ways (core's `opponent_rates`): `opponent_win_rate`, naive over all its maps, so weighted by how
+    often the schedule compared it with each player; `opponent_win_rate_uniform`, the mean over the
+    other models of its rate against each (a uniform mix, what the fixed schedule's naive rate
+    estimates), a pair never compared entering at TrueSkill's prediction from the ratings' mu and
+    sigma (`opponent_win_rate_imputed` counts them). Written only under the adaptive schedule."""
+    from pipeline.core.rating.adaptive import Standing, opponent_rates
+
+    standings = {
+        row["player"]: Standing(float(row["mu"]), float(row["sigma"]))
+        for row in ratings.iter_rows(named=True)
+        if row["mu"] is not None and row["sigma"] is not None and row["sigma"] > 0
+    }
+    return opponent_rates(events, standings, params).metrics(standings)
 
 
 def map_set_fields_differing(params: Any, params_path: str, models_path: str) -> list[str]:

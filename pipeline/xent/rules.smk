@@ -2,7 +2,8 @@
 # per game and player, all maps concurrent on one batching judge; paths are content ids) ->
 # rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
 # -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
-# The files `rescore`, `rate` and `report` write are declared once, in benchmark.py.
+# The files `rescore`, `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive
+# on, the play jobs are those of the round files in results/xent/rounds (pipeline/xent/schedule.py).
 from pipeline.xent.benchmark import BENCHMARK as XENT
 from pipeline.xent.workflow import xent_rule_inputs
 
@@ -86,6 +87,14 @@ rule xent_rate:
         settings=XENT_INPUTS.report,
     shell:
         f"python -m pipeline xent rate --params {{input.params}} --models {XENT_MODELS} --out results/xent " "2> {log}"
+
+
+# every play job of the schedule played, nothing rescored or rated: with the adaptive schedule on,
+# `python -m pipeline run` builds this target between rounds (pipeline/core/run/rounds.py)
+rule xent_rounds:
+    input:
+        records=XENT_INPUTS.jobs,
+        guard=params_guard(PARAMS_PROBLEMS, "xent"),
 
 
 rule xent_report:

@@ -14,6 +14,7 @@ import polars as pl
 
 from pipeline.core.artifacts import (
     CallsSchema,
+    ParamsError,
     read_record,
     read_table,
     seed_from,
@@ -138,6 +139,11 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
 
     params = load_xent(params_path)
     schedule = load_schedule(params_path, models_path)
+    if params.schedule.adaptive.enabled and not schedule.jobs:
+        raise ParamsError(
+            f"{params_path}: schedule.adaptive is on and no round has been chosen yet; run `python -m pipeline run "
+            "xent_all` (or `dvc repro xent`): it chooses the rounds and plays them"
+        )
     records = _records(schedule, plays)
     out_dir = Path(out)
 

@@ -1,4 +1,7 @@
-"""What the Snakemake rules need at parse time: map files, play jobs and the stages' settings."""
+"""What the Snakemake rules need at parse time: map files, play jobs and the stages' settings.
+
+With `schedule.adaptive` on, the play jobs are those of the adaptive rounds written so far
+(pipeline.xent.schedule.build_schedule reads results/xent/rounds)."""
 
 from __future__ import annotations
 
@@ -58,6 +61,8 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
         "rating": params.rating.model_dump(mode="json"),
         "seed": params.seed,
         "code": code_fingerprint("pipeline.xent", ("report.py", "schemas.py")),
+        # the adaptive schedule adds the opponent rates to metrics.json; a fixed run's settings stay as they were
+        **({"adaptive": True} if params.schedule.adaptive.enabled else {}),
     }
     inputs.plots_code = code_fingerprint("pipeline.xent", ("plots.py", "schemas.py"))
     return inputs

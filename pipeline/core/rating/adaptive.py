@@ -35,7 +35,7 @@ opponents, whatever the schedule chose).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -70,8 +70,10 @@ __all__ = [
 ]
 
 StopReason = Literal["separated", "budget"]
-#: why a tournament with budgets stopped (`decide_round`): the ranking is settled, or a budget is spent
-RoundStop = Literal["separated", "max_games", "max_rounds", "max_cost_usd"]
+#: why a tournament with budgets stopped (`decide_round`): the ranking is settled, or a budget is spent;
+#: "exhausted" is the round ledger's (pipeline.core.run.rounds): the benchmark had nothing left to play
+#: at the tables chosen
+RoundStop = Literal["separated", "max_games", "max_rounds", "max_cost_usd", "exhausted"]
 #: how `simulate_outlook` scores a simulated table: "ranked" (two seats: a pairwise game; more: a
 #: free-for-all by performance) or "one_against_rest" (a team game: one seat, drawn at random,
 #: against a team of the others, e.g. a spy against the civilians)
@@ -401,6 +403,23 @@ class RateEstimate:
     uniform: dict[str, float]
     imputed: dict[str, int] = field(default_factory=dict)
 
+    def metrics(self, models: Iterable[str], digits: int = 4) -> dict[str, dict[str, float | int | None]]:
+        """Per model, the three fields an adaptive run's metrics.json adds: `opponent_win_rate`
+        (naive), `opponent_win_rate_uniform` (corrected), rounded, null where undefined (no game),
+        and `opponent_win_rate_imputed`."""
+
+        def clean(value: float | None) -> float | None:
+            return None if value is None or math.isnan(value) else round(value, digits)
+
+        return {
+            model: {
+                "opponent_win_rate": clean(self.naive.get(model)),
+                "opponent_win_rate_uniform": clean(self.uniform.get(model)),
+                "opponent_win_rate_imputed": self.imputed.get(model, 0),
+            }
+            for model in models
+        }
+
 
 def _pair_scores(event: RatingEvent) -> list[tuple[str, str, float]]:
     """(i, j, score of i against j) for every ordered pair of the game."""
@@ -574,6 +593,7 @@ def simulate_outlook(
     simulations: int = 16,
     quantile: float = 0.9,
     shape: TableShape = "ranked",
+    events_per_table: int = 1,
 ) -> Outlook:
     """How many more games the tournament plays before `decide_round` stops it, by simulation.
 
@@ -587,8 +607,9 @@ def simulate_outlook(
     table is scored (`TableShape`); a "one_against_rest" table is a team game under TrueSkill's
     team model (the team performs the sum of its players), so a lone seat against five equals
     almost never wins, the standings barely move and the outlook runs towards the budgets (the
-    model's own forecast, and the costlier side). Seeded from the inputs, so the same standings
-    give the same outlook."""
+    model's own forecast, and the costlier side). `events_per_table`: rating events a table yields
+    (1; SKATE's table is compared once per question of its round). Seeded from the inputs, so the
+    same standings give the same outlook."""
     totals: list[int] = []
     stops: dict[str, int] = {}
     names = sorted(standings)
@@ -606,11 +627,14 @@ def simulate_outlook(
         stop: RoundStop | None = None
         while True:
             if tables:
+                # a table may yield several events (`events_per_table`: SKATE compares a table once per
+                # question), each with its own performance draws
                 events = [
                     _simulated_event(
                         table, {name: skill[name] + rng.normal(0.0, params.beta) for name in table}, shape, rng
                     )
                     for table in tables
+                    for _ in range(events_per_table)
                 ]
                 current = update_standings(current, events, params)
                 together = meetings(events, together)

@@ -26,10 +26,12 @@ from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.core.run.rounds import (
     RoundGame,
     finished_events,
+    game_parts,
     is_finished,
     ledger_state,
     load_setup,
     next_record,
+    part_finished,
     read_rounds,
     rounds_dir,
 )
@@ -111,7 +113,9 @@ def price_per_game(
     preview: bool,
 ) -> float | None:
     """The mean cost of `games` as the plan prices them: the benchmark's estimator of its play rule,
-    then the plan's table (measured tokens where there are some, prices from the roster)."""
+    then the plan's table (measured tokens where there are some, prices from the roster). A game
+    played as parts (`AdaptiveSpec.parts`) costs its parts not played yet, each priced once: a seat's
+    play that an earlier table made is paid already."""
     from pipeline.core.run.estimates import PlanContext
     from pipeline.core.run.plan_estimators import estimate_jobs
 
@@ -121,7 +125,12 @@ def price_per_game(
     context = PlanContext(
         root, models, models_path, params_dir=params_dir, preview={bench.name: tuple(games)} if preview else {}
     )
-    jobs = [PlannedJob(spec.play_rule, "adaptive round", {spec.job_wildcard: g.id}) for g in games]
+    parts = list(dict.fromkeys(part for g in games for part in game_parts(spec, g)))
+    if spec.parts is not None:
+        parts = [part for part in parts if not part_finished(spec, root / bench.results, part)]
+        if not parts:
+            return 0.0
+    jobs = [PlannedJob(spec.play_rule, "adaptive round", {spec.job_wildcard: part}) for part in parts]
     table = plan_table(estimate_jobs(jobs, context), models, TokenHistory.load(root / "results"))
     costs = table["cost_usd"]
     if costs.null_count():
@@ -156,7 +165,7 @@ def outlook(
     state = ledger_state(setup, records, events, costs)
     chosen = [g for r in records for g in r.games]
     last = records[-1] if records else None
-    unfinished = [g for g in (last.games if last else ()) if not is_finished(spec, results, g.id)]
+    unfinished = [g for g in (last.games if last else ()) if not is_finished(spec, results, g)]
     unchanged = last is not None and last.pool == tuple(sorted(setup.pool)) and last.settings_digest == setup.digest
     stopped = last is not None and last.stop is not None and unchanged
     models_file = models_path or f"{params_dir}/models.yaml"
@@ -205,6 +214,7 @@ def outlook(
         simulations=simulations,
         quantile=quantile,
         shape=setup.shape,
+        events_per_table=setup.events_per_game,
     )
     return AdaptiveOutlook(
         **base,

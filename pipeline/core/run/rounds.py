@@ -13,12 +13,13 @@ files as its schedule, so Snakemake plays them as any scheduled game (content id
 settings changed since: a model was added, a budget raised), it rates all finished games of the
 rounds online, in round order (`update_standings`; only the pool's players count), and writes
 the next round: `decide_round` (pipeline.core.rating.adaptive) chooses its tables, or the reason
-to stop (`separated`, `max_games`, `max_rounds`, `max_cost_usd`). Models without a game are seated
-first (placement). The budgets count the rounds since the pool last changed (`stretch_start`): a
-model added to a field that had spent its budget still gets its games, and only its stretch's.
-`python -m pipeline run`
-(pipeline.core.run.launch) loops: advance, Snakemake plays the round's games, advance ... until
-every adaptive benchmark has stopped, then builds the targets asked for.
+to stop (`separated`, `max_games`, `max_rounds`, `max_cost_usd`; `exhausted` when the benchmark
+finds nothing left to play at the tables chosen, which it keeps in the file). Models without a game
+are seated first (placement). The budgets count the rounds since the pool last changed
+(`stretch_start`): a model added to a field that had spent its budget still gets its games, and
+only its stretch's. `python -m pipeline run` (pipeline.core.run.launch) loops: advance, Snakemake
+plays the round's games, advance ... until every adaptive benchmark has stopped, then builds the
+targets asked for.
 
 Determinism: the standings depend only on the finished games' results and the round order, and
 every choice is seeded from the settings' seed and the round index (`seed_from`), so a rerun with
@@ -59,13 +60,23 @@ class AdaptiveSetup:
 
     `shape`: how the plan's simulation scores a table (`simulate_outlook`): "ranked" (pairwise or
     free-for-all by performance) or "one_against_rest" (a team game: one seat against the others).
-    It decides no round, so it is not part of the digest."""
+    It decides no round, so it is not part of the digest.
+
+    `decides`: what else decides the rounds besides the settings, e.g. the maps a benchmark deals
+    out to its tables (Xent); part of the digest when given, so a change (more maps) lets a stopped
+    tournament go on. Left empty, the digest is the one it always was.
+
+    `events_per_game`: how many rating events a finished game yields (SKATE: a table is compared once
+    per question of its round), so the plan's simulation moves the standings as the real games do.
+    It decides no round either."""
 
     settings: AdaptiveSettings
     pool: tuple[str, ...]
     seats: int
     rating: RatingParams
     shape: TableShape = "ranked"
+    decides: Mapping[str, Any] = field(default_factory=dict)
+    events_per_game: int = 1
 
     @property
     def enabled(self) -> bool:
@@ -75,7 +86,10 @@ class AdaptiveSetup:
     def digest(self) -> str:
         """Content id of what decides the rounds besides the results (the pool is recorded apart)."""
         rating = {k: getattr(self.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")}
-        return content_id({"adaptive": self.settings.identity(), "seats": self.seats, "rating": rating})
+        identity = {"adaptive": self.settings.identity(), "seats": self.seats, "rating": rating}
+        if self.decides:  # only when given: the digests of the benchmarks without it stay as they were
+            identity["decides"] = dict(self.decides)
+        return content_id(identity)
 
     def budget(self) -> Budget:
         from pipeline.core.rating.adaptive import Budget
@@ -122,21 +136,28 @@ class AdaptiveSpec:
 
     `setup(params file, models file)`: its adaptive settings and pool (a ParamsError names the fix).
     `games(request)`: one game per table of a round, seats and id as its rules will schedule them.
-    `events(results folder, game ids)`: a rating event per finished game (pipeline.core.rating.events).
+    `events(results folder, game ids)`: per finished game a rating event, or a sequence of them rated
+    in that order (SKATE: one per question and pair of its table; pipeline.core.rating.events).
     `finished`: the files, relative to results/<bench>/ and with `{game_id}`, whose presence marks a
     game finished. `calls`: its calls table (with a `cost_usd` column), the spend `max_cost_usd`
     counts; None: the games cost nothing. `play_target`: the Snakemake target that plays every
     game of the rounds (and nothing else). `play_rule` and `job_wildcard`: the rule that plays one
-    game and its wildcard, which the run plan prices a game with."""
+    game and its wildcard, which the run plan prices a game with.
+
+    `parts(game)`: for a game played as several jobs (Xent: a table is one play job per seat, and a
+    seat's play may serve a later table too), the ids that stand for `{game_id}` in `finished` and
+    `calls` and for `job_wildcard` in the plan; the game is finished when every part is, and a part
+    shared by games is paid once, by the first. None: the game is its own one part."""
 
     setup: Callable[[Path, Path], AdaptiveSetup]
     games: Callable[[RoundRequest], list[RoundGame]]
-    events: Callable[[Path, Sequence[str]], dict[str, RatingEvent]]
+    events: Callable[[Path, Sequence[str]], Mapping[str, RatingEvent | Sequence[RatingEvent]]]
     play_target: str
     play_rule: str
     finished: tuple[str, ...] = ("games/{game_id}/calls.parquet",)
     calls: str | None = "games/{game_id}/calls.parquet"
     job_wildcard: str = "game_id"
+    parts: Callable[[RoundGame], Sequence[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -242,12 +263,25 @@ def round_games(records: Sequence[RoundRecord]) -> list[RoundGame]:
     return [game for record in records for game in record.games]
 
 
-def is_finished(spec: AdaptiveSpec, results: Path, game_id: str) -> bool:
-    return all((results / pattern.format(game_id=game_id)).exists() for pattern in spec.finished)
+def game_parts(spec: AdaptiveSpec, game: RoundGame | str) -> tuple[str, ...]:
+    """The ids a game's files are named by (`AdaptiveSpec.parts`); a bare id is its own part."""
+    if isinstance(game, str):
+        return (game,)
+    return tuple(spec.parts(game)) if spec.parts is not None else (game.id,)
+
+
+def part_finished(spec: AdaptiveSpec, results: Path, part: str) -> bool:
+    return all((results / pattern.format(game_id=part)).exists() for pattern in spec.finished)
+
+
+def is_finished(spec: AdaptiveSpec, results: Path, game: RoundGame | str) -> bool:
+    """Whether every part of the game (a game id: that game, as its own one part) is finished."""
+    return all(part_finished(spec, results, part) for part in game_parts(spec, game))
 
 
 def game_cost(spec: AdaptiveSpec, results: Path, game_id: str) -> float:
-    """Dollars the game's model calls cost (its calls table's cost_usd; a missing cost is 0)."""
+    """Dollars the model calls of a game (or of one part of it) cost: its calls table's cost_usd,
+    a missing cost is 0."""
     if spec.calls is None:
         return 0.0
     path = results / spec.calls.format(game_id=game_id)
@@ -327,14 +361,15 @@ def stretch_start(records: Sequence[RoundRecord], pool: Sequence[str]) -> int:
 def ledger_state(
     setup: AdaptiveSetup,
     records: Sequence[RoundRecord],
-    events: Mapping[str, RatingEvent],
+    events: Mapping[str, RatingEvent | Sequence[RatingEvent]],
     costs: Mapping[str, float] | None = None,
 ) -> LedgerState:
     """Rate the finished games round by round, online, from the prior (`update_standings`: the
     compiled engine, or trueskill's own update for team games): every pool player starts at the
     prior before the first round and sits out the rounds it did not play, so a model added later is
-    the most idle and has the largest sigma. `costs`: dollars per finished game (the spend the
-    budgets count)."""
+    the most idle and has the largest sigma. A game of several events (`AdaptiveSpec.events`) is
+    rated event by event in its order. `costs`: dollars per finished game (the spend the budgets
+    count)."""
     from pipeline.core.rating.adaptive import meetings, new_standing, update_standings
 
     costs = costs or {}
@@ -348,13 +383,15 @@ def ledger_state(
             continue  # a stop: no round was played
         played = []
         for game in record.games:
-            event = events.get(game.id)
-            if event is None:
+            found = events.get(game.id)
+            if found is None:
                 continue
             read.append(game.id)
-            kept = restrict(event, pool)
-            if kept is not None:
-                played.append(kept)
+            # one event, or a game's several in their order (a RatingEvent is a dataclass, no sequence)
+            for event in found if isinstance(found, Sequence) else (found,):
+                kept = restrict(event, pool)
+                if kept is not None:
+                    played.append(kept)
         standings = update_standings(standings, played, setup.rating)
         met = meetings(played, met)
     stretch = [r for r in records if r.index >= start]
@@ -433,10 +470,17 @@ def load_setup(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "pa
 
 def finished_events(
     spec: AdaptiveSpec, results: Path, records: Sequence[RoundRecord]
-) -> tuple[dict[str, RatingEvent], dict[str, float]]:
-    """The rating events of the rounds' finished games, and what each cost (dollars)."""
-    done = list(dict.fromkeys(g.id for g in round_games(records) if is_finished(spec, results, g.id)))
-    return spec.events(results, done), {game_id: game_cost(spec, results, game_id) for game_id in done}
+) -> tuple[dict[str, RatingEvent | Sequence[RatingEvent]], dict[str, float]]:
+    """The rating events of the rounds' finished games, and what each cost (dollars): a part that
+    several games share is charged to the first of them in round order (it was played once)."""
+    done = list({g.id: g for g in round_games(records) if is_finished(spec, results, g)}.values())
+    paid: set[str] = set()
+    costs: dict[str, float] = {}
+    for game in done:
+        parts = [part for part in dict.fromkeys(game_parts(spec, game)) if part not in paid]
+        paid.update(parts)
+        costs[game.id] = sum(game_cost(spec, results, part) for part in parts)
+    return dict(spec.events(results, [g.id for g in done])), costs
 
 
 def advance(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "params") -> Advance | None:
@@ -455,7 +499,7 @@ def advance(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "param
     records = read_rounds(folder)
     last = records[-1] if records else None
     if last is not None:
-        pending = tuple(g.id for g in last.games if not is_finished(spec, results, g.id))
+        pending = tuple(g.id for g in last.games if not is_finished(spec, results, g))
         if pending:
             return Advance(bench.name, "playing", last.index, pending, games=last.games_before + len(last.games))
         unchanged = tuple(sorted(setup.pool)) == last.pool and setup.digest == last.settings_digest
@@ -466,7 +510,7 @@ def advance(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "param
     write_json_atomic(path, record.to_json())
     if record.stop is not None:
         return Advance(bench.name, "stopped", record.index, stop=record.stop, wrote=path, games=record.games_before)
-    pending = tuple(g.id for g in record.games if not is_finished(spec, results, g.id))
+    pending = tuple(g.id for g in record.games if not is_finished(spec, results, g))
     total = record.games_before + len(record.games)
     return Advance(bench.name, "playing", record.index, pending, wrote=path, games=total)
 
@@ -508,6 +552,10 @@ def next_record(
         if stop is None
         else []
     )
+    if stop is None and not games:
+        # the benchmark has nothing left to play at the tables the ranking needs (Xent: every map
+        # they could play is played); the same standings would choose the same tables again
+        stop = "exhausted"
     return RoundRecord(
         index=index,
         benchmark=name,
@@ -590,6 +638,8 @@ __all__ = [
     "advance",
     "ensure_ledgers",
     "finished_events",
+    "game_parts",
+    "is_finished",
     "ledger_state",
     "load_setup",
     "next_record",

@@ -19,7 +19,14 @@ import polars as pl
 import pytest
 
 from pipeline.core.artifacts import content_id, seed_from
-from pipeline.core.rating.adaptive import AdaptiveSchedule, Budget, decide_round, new_standing, simulate_outlook
+from pipeline.core.rating.adaptive import (
+    AdaptiveSchedule,
+    Budget,
+    decide_round,
+    new_standing,
+    simulate_outlook,
+    update_standings,
+)
 from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
 from pipeline.core.rating.settings import AdaptiveSettings
 from pipeline.core.run.registry import Benchmark, RegistryError
@@ -27,6 +34,7 @@ from pipeline.core.run.rounds import (
     AdaptiveSetup,
     AdaptiveSpec,
     RoundGame,
+    RoundRecord,
     RoundRequest,
     advance,
     ledger_state,
@@ -312,3 +320,24 @@ def test_simulated_outlook_is_seeded_and_bounded() -> None:
     )
     # the spend is checked before each round, so the last round may pass the budget: 2 + 2 + 2 games
     assert priced.high == 6 and priced.stops == {"max_cost_usd": priced.simulations}
+
+
+def test_a_game_may_yield_several_events_rated_in_order() -> None:
+    """A game of several comparisons (SKATE: a table compared once per question) is read as a sequence
+    of events, rated in order and restricted to the pool one by one; the plan's simulation can play
+    as many a table."""
+    setup = AdaptiveSetup(AdaptiveSettings(enabled=True), ("p0", "p1", "p2"), 2, RATING)
+    game = RoundGame("g1", ("p0", "p1"))
+    record = RoundRecord(1, NAME, "", {}, setup.pool, {}, (), 0, 0, 0.0, {}, (), None, (game.seats,), (game,))
+    twice = (Pairwise("p0", "p1", "a"), Pairwise("p0", "p1", "a"), Pairwise("p0", "gone", "b"))
+    state = ledger_state(setup, [record], {"g1": twice})
+    start = {name: new_standing(RATING) for name in setup.pool}
+    assert state.standings == update_standings(start, list(twice[:2]), RATING)  # the outsider's dropped
+    assert state.read == ("g1",) and state.met == {("p0", "p1"): 2} and state.standings["p0"].games == 2
+    schedule = AdaptiveSchedule(seats=2, tables_per_round=1)
+    kwargs: dict[str, Any] = {"budget": Budget(max_games=40, max_rounds=40), "games": 0, "rounds": 0}
+    one = simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, **kwargs)
+    assert simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, events_per_table=1, **kwargs) == one
+    many = simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, events_per_table=8, **kwargs)
+    assert many != one  # each simulated table is compared 8 times: other standings, other stops
+    assert many == simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, events_per_table=8, **kwargs)
