@@ -308,15 +308,7 @@ def opponent_rate_metrics(
         for row in leaderboard.iter_rows(named=True)
         if row["sigma"] is not None and row["sigma"] > 0
     }
-    found = opponent_rates(events, ratings, params)
-    return {
-        model: {
-            "opponent_win_rate": _clean(found.naive.get(model)),
-            "opponent_win_rate_uniform": _clean(found.uniform.get(model)),
-            "opponent_win_rate_imputed": found.imputed.get(model, 0),
-        }
-        for model in ratings
-    }
+    return opponent_rates(events, ratings, params).metrics(ratings, digits=6)
 
 
 def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ a valid setting.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -418,16 +417,4 @@ def opponent_rate_metrics(
         for row in board.iter_rows(named=True)
         if row["mu"] is not None and row["sigma"] is not None and row["sigma"] > 0
     }
-    found = opponent_rates(events, ratings, params)
-
-    def clean(value: float | None) -> float | None:
-        return None if value is None or math.isnan(value) else round(value, 4)
-
-    return {
-        model: {
-            "opponent_win_rate": clean(found.naive.get(model)),
-            "opponent_win_rate_uniform": clean(found.uniform.get(model)),
-            "opponent_win_rate_imputed": found.imputed.get(model, 0),
-        }
-        for model in board["model"].to_list()
-    }
+    return opponent_rates(events, ratings, params).metrics(board["model"].to_list(), digits=4)

@@ -10,18 +10,16 @@ takes about 5 to 25 s on 2 idle cores.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pipeline.testing.project import make_workdir, pipeline_command
+from pipeline.testing import adaptive
 
 pytestmark = pytest.mark.slow
 
+BENCH = "elimination"
 BOTS = [{"name": f"bot-{k}", "bot": "heuristic", "bot_options": {"skill": round(k / 8, 3)}} for k in range(9)]
 NEWCOMER = {"name": "bot-new", "bot": "heuristic", "bot_options": {"skill": 0.95}}
 ELIMINATION: dict[str, Any] = {
@@ -36,69 +34,42 @@ ELIMINATION: dict[str, Any] = {
 }
 
 
-def write_params(root: Path, bots: list[dict[str, Any]], elimination: dict[str, Any]) -> None:
-    models = yaml.safe_load((root / "params" / "models.yaml").read_text())
-    models["roster"] = bots
-    (root / "params" / "models.yaml").write_text(yaml.safe_dump(models, sort_keys=False))
-    (root / "params" / "elimination.yaml").write_text(yaml.safe_dump(elimination, sort_keys=False))
-
-
-def pipeline(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(pipeline_command(root, verb, *args), capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
-
-
-def rounds(root: Path) -> list[dict[str, Any]]:
-    folder = root / "results" / "elimination" / "rounds"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"))]
-
-
-def game_folders(root: Path) -> dict[str, float]:
+def game_folders(root: Path) -> dict[str, int]:
     """Each played game's folder and its calls table's modification time (a replay would change it)."""
-    games = root / "results" / "elimination" / "games"
-    return {p.name: (p / "calls.parquet").stat().st_mtime_ns for p in sorted(games.iterdir())}
+    return adaptive.stamps(adaptive.results(root, BENCH) / "games", "*", inner="calls.parquet")
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_workdir(tmp_path_factory.mktemp("adaptive") / "work")
-    write_params(root, BOTS, ELIMINATION)
-    pipeline(root, "run", "elimination_all")
-    return root
-
-
-def copy_of(played: Path, into: Path) -> Path:
-    shutil.copytree(played, into, symlinks=True)
-    return into
+    return adaptive.played_workdir(
+        tmp_path_factory.mktemp("adaptive") / "work",
+        "elimination_all",
+        lambda root: adaptive.write_params(root, BENCH, ELIMINATION, roster=BOTS),
+    )
 
 
 def test_rounds_are_played_then_a_rerun_plays_nothing(played: Path) -> None:
-    ledger = rounds(played)
+    ledger = adaptive.rounds(played, BENCH)
     assert [r["round"] for r in ledger] == [1, 2]
     assert ledger[-1]["stop"] == "max_rounds" and ledger[-1]["games"] == []
     chosen = [g["id"] for r in ledger for g in r["games"]]
     assert len(chosen) == 2 and sorted(game_folders(played)) == sorted(chosen)
     assert sorted(ledger[1]["read_games"]) == sorted(g["id"] for g in ledger[0]["games"])
-    metrics = json.loads((played / "results" / "elimination" / "metrics.json").read_text())
+    found = adaptive.metrics(played, BENCH)
     seated = {name for r in ledger for table in r["tables"] for name in table}
-    assert set(metrics) == seated
-    assert all("opponent_win_rate_uniform" in row and "opponent_win_rate" in row for row in metrics.values())
-    before, files = game_folders(played), [json.dumps(r) for r in ledger]
-    again = pipeline(played, "run", "elimination_all")
-    assert "Nothing to be done" in again.stderr + again.stdout
-    assert "stopped (max_rounds)" in again.stderr
-    assert game_folders(played) == before and [json.dumps(r) for r in rounds(played)] == files
+    assert set(found) == seated
+    assert all("opponent_win_rate_uniform" in row and "opponent_win_rate" in row for row in found.values())
+    adaptive.rerun_plays_nothing(played, BENCH, "elimination_all", ledger, game_folders)
 
 
 def test_a_new_bot_gets_its_games_first_and_nothing_is_replayed(played: Path, tmp_path: Path) -> None:
-    root = copy_of(played, tmp_path / "work")
-    before, old_rounds = game_folders(root), rounds(root)
+    root = adaptive.copy_workdir(played, tmp_path / "work")
+    before, old_rounds = game_folders(root), adaptive.rounds(root, BENCH)
     joined = json.loads(json.dumps(ELIMINATION))
     joined["schedule"]["players"].append(NEWCOMER["name"])
-    write_params(root, [*BOTS, NEWCOMER], joined)
-    pipeline(root, "run", "elimination_all")
-    ledger = rounds(root)
+    adaptive.write_params(root, BENCH, joined, roster=[*BOTS, NEWCOMER])
+    adaptive.run_pipeline(root, "run", "elimination_all")
+    ledger = adaptive.rounds(root, BENCH)
     assert ledger[: len(old_rounds)] == old_rounds  # the earlier rounds stay as they were
     first_new = ledger[len(old_rounds)]
     # the newcomer (and any bot the first round left out) has no game yet: placed in the very next round
@@ -110,16 +81,15 @@ def test_a_new_bot_gets_its_games_first_and_nothing_is_replayed(played: Path, tm
     assert {k: after[k] for k in before} == before  # no game played twice
     new_games = {g["id"] for r in ledger[len(old_rounds) :] for g in r["games"]}
     assert set(after) - set(before) == new_games and len(new_games) == 2
-    metrics = json.loads((root / "results" / "elimination" / "metrics.json").read_text())
-    assert NEWCOMER["name"] in metrics
+    assert NEWCOMER["name"] in adaptive.metrics(root, BENCH)
 
 
 def test_the_plan_shows_the_rounds_and_the_games_to_come(played: Path, tmp_path: Path) -> None:
-    root = copy_of(played, tmp_path / "work")
+    root = adaptive.copy_workdir(played, tmp_path / "work")
     more = json.loads(json.dumps(ELIMINATION))
     more["schedule"]["adaptive"]["max_rounds"] = 4  # a raised budget: the stopped rounds go on
-    write_params(root, BOTS, more)
-    shown = pipeline(root, "plan", "elimination_all")
+    adaptive.write_params(root, BENCH, more, roster=BOTS)
+    shown = adaptive.run_pipeline(root, "plan", "elimination_all")
     line = next(x for x in shown.stdout.splitlines() if x.startswith("adaptive elimination:"))
     assert "2 round(s), 2 game(s) chosen (2 finished, 0 to play)" in line
     assert "expected further games to the stopping rule" in line

@@ -12,20 +12,17 @@ uniqueness check loads the embedding model once).
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-import yaml
 
-from pipeline.testing.project import make_workdir, pipeline_command
+from pipeline.testing import adaptive
 
 pytestmark = pytest.mark.slow
 
+BENCH = "skate"
 BOTS: list[dict[str, Any]] = [{"name": "setter-bot", "bot": "setter"}, {"name": "oracle-bot", "bot": "oracle"}]
 NEWCOMER = {"name": "poor-bot", "bot": "noisy", "bot_options": {"accuracy": 0.2}}
 # the rounds alone, then the rated tables once (not skate_all: the report's plots and the analyses would
@@ -34,45 +31,29 @@ ROUNDS = "skate_rounds"
 RATED = "results/skate/pcorrect.parquet"
 
 
-def write_params(root: Path, bots: list[dict[str, Any]]) -> None:
-    models = yaml.safe_load((root / "params" / "models.yaml").read_text())
-    models["roster"] = bots
-    (root / "params" / "models.yaml").write_text(yaml.safe_dump(models, sort_keys=False))
-    skate = yaml.safe_load((root / "params" / "skate.yaml").read_text())
+def write_skate(root: Path, bots: list[dict[str, Any]]) -> None:
+    skate = adaptive.read_params(root, BENCH)
     skate.update(players=["setter-bot"], answer_only=[b["name"] for b in bots[1:]], attempts=1, strategy="no_info")
     skate["ranking"].update(passes=2, bootstrap_resamples=0)
     skate["analyses"] = {"strategies": []}
     skate["adaptive"] = {"enabled": True, "seats": 2, "tables_per_round": 1, "max_rounds": 1, "seed": 1}
-    (root / "params" / "skate.yaml").write_text(yaml.safe_dump(skate, sort_keys=False))
-
-
-def pipeline(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(pipeline_command(root, verb, *args), capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
-
-
-def rounds(root: Path) -> list[dict[str, Any]]:
-    folder = root / "results" / "skate" / "rounds"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"))]
+    adaptive.write_params(root, BENCH, skate, roster=bots)
 
 
 def jobs(root: Path) -> dict[str, int]:
     """Every played job's calls table and its modification time (a replay would change it)."""
-    out = root / "results" / "skate"
-    return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in sorted(out.glob("*/*.calls.parquet"))}
+    return adaptive.stamps(adaptive.results(root, BENCH), "*/*.calls.parquet")
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_workdir(tmp_path_factory.mktemp("adaptive-skate") / "work")
-    write_params(root, BOTS)
-    pipeline(root, "run", ROUNDS)
-    return root
+    return adaptive.played_workdir(
+        tmp_path_factory.mktemp("adaptive-skate") / "work", ROUNDS, lambda root: write_skate(root, BOTS)
+    )
 
 
 def test_a_round_is_played_then_a_rerun_plays_nothing(played: Path) -> None:
-    ledger = rounds(played)
+    ledger = adaptive.rounds(played, BENCH)
     assert [r["round"] for r in ledger] == [1, 2]
     assert ledger[-1]["stop"] == "max_rounds" and ledger[-1]["games"] == []
     (game,) = ledger[0]["games"]
@@ -83,20 +64,15 @@ def test_a_round_is_played_then_a_rerun_plays_nothing(played: Path) -> None:
     assert set(jobs(played)) == parts  # the round's setting and its table's answers, nothing else
     moved = ledger[1]["standings"]
     assert all(s["games"] == 1 for s in moved.values())  # one question: one comparison each
-    before, files = jobs(played), [json.dumps(r) for r in ledger]
-    again = pipeline(played, "run", ROUNDS)
-    assert "Nothing to be done" in again.stderr + again.stdout
-    assert "stopped (max_rounds)" in again.stderr
-    assert jobs(played) == before and [json.dumps(r) for r in rounds(played)] == files
+    adaptive.rerun_plays_nothing(played, BENCH, ROUNDS, ledger, jobs)
 
 
 def test_a_new_bot_is_placed_first_and_nothing_is_replayed(played: Path, tmp_path: Path) -> None:
-    root = tmp_path / "work"
-    shutil.copytree(played, root, symlinks=True)
-    before, old_rounds = jobs(root), rounds(root)
-    write_params(root, [*BOTS, NEWCOMER])
-    pipeline(root, "run", RATED)
-    ledger = rounds(root)
+    root = adaptive.copy_workdir(played, tmp_path / "work")
+    before, old_rounds = jobs(root), adaptive.rounds(root, BENCH)
+    write_skate(root, [*BOTS, NEWCOMER])
+    adaptive.run_pipeline(root, "run", RATED)
+    ledger = adaptive.rounds(root, BENCH)
     assert ledger[: len(old_rounds)] == old_rounds  # the earlier rounds stay as they were
     first_new = ledger[len(old_rounds)]
     assert first_new["placement"] == [NEWCOMER["name"]] and NEWCOMER["name"] in first_new["tables"][0]

@@ -12,18 +12,16 @@ word judge cost nothing, so the time is Snakemake's and the jobs' starts (about 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from pipeline.testing.project import make_workdir, pipeline_command
+from pipeline.testing import adaptive
 
 pytestmark = pytest.mark.slow
 
+BENCH = "xent"
 BOTS = [{"name": "heuristic-bot", "bot": "heuristic"}, {"name": "random-bot", "bot": "random"}]
 NEWCOMER = {"name": "terse-bot", "bot": "heuristic", "bot_options": {"words": 2}}
 XENT: dict[str, Any] = {
@@ -39,44 +37,22 @@ XENT: dict[str, Any] = {
 METRICS = "results/xent/metrics.json"
 
 
-def write_params(root: Path, bots: list[dict[str, Any]], xent: dict[str, Any]) -> None:
-    models = yaml.safe_load((root / "params" / "models.yaml").read_text())
-    models["roster"] = bots
-    (root / "params" / "models.yaml").write_text(yaml.safe_dump(models, sort_keys=False))
-    (root / "params" / "xent.yaml").write_text(yaml.safe_dump(xent, sort_keys=False))
-
-
-def pipeline(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(pipeline_command(root, verb, *args), capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
-
-
-def rounds(root: Path) -> list[dict[str, Any]]:
-    folder = root / "results" / "xent" / "rounds"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"))]
-
-
 def plays(root: Path) -> dict[str, int]:
     """Each play record (`<game>/<job_id>`) and its modification time (a replay would change it)."""
-    folder = root / "results" / "xent" / "play"
-    return {str(p.relative_to(folder).with_suffix("")): p.stat().st_mtime_ns for p in sorted(folder.rglob("*.json"))}
-
-
-def metrics(root: Path) -> dict[str, dict[str, Any]]:
-    return json.loads((root / METRICS).read_text())
+    return adaptive.stamps(adaptive.results(root, BENCH) / "play", "**/*.json", strip=".json")
 
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_workdir(tmp_path_factory.mktemp("adaptive-xent") / "work")
-    write_params(root, BOTS, XENT)
-    pipeline(root, "run", METRICS)
-    return root
+    return adaptive.played_workdir(
+        tmp_path_factory.mktemp("adaptive-xent") / "work",
+        METRICS,
+        lambda root: adaptive.write_params(root, BENCH, XENT, roster=BOTS),
+    )
 
 
 def test_a_round_is_played_then_a_rerun_plays_nothing(played: Path) -> None:
-    ledger = rounds(played)
+    ledger = adaptive.rounds(played, BENCH)
     assert [r["round"] for r in ledger] == [1, 2]
     assert ledger[-1]["stop"] == "max_rounds" and ledger[-1]["games"] == []
     (table,) = ledger[0]["games"]
@@ -85,29 +61,24 @@ def test_a_round_is_played_then_a_rerun_plays_nothing(played: Path) -> None:
     assert ledger[1]["read_games"] == [table["id"]]
     moved = ledger[1]["standings"]
     assert all(moved[name]["games"] == 1 for name in XENT["players"])
-    found = metrics(played)
+    found = adaptive.metrics(played, BENCH)
     assert set(found) == set(XENT["players"])
     assert all(
         {"xent_score", "trueskill_mu", "opponent_win_rate", "opponent_win_rate_uniform", "opponent_win_rate_imputed"}
         <= set(row)
         for row in found.values()
     )
-    before, files = plays(played), [json.dumps(r) for r in ledger]
-    again = pipeline(played, "run", METRICS)
-    assert "Nothing to be done" in again.stderr + again.stdout
-    assert "stopped (max_rounds)" in again.stderr
-    assert plays(played) == before and [json.dumps(r) for r in rounds(played)] == files
+    adaptive.rerun_plays_nothing(played, BENCH, METRICS, ledger, plays)
 
 
 def test_a_new_bot_is_placed_first_and_only_its_play_is_made(played: Path, tmp_path: Path) -> None:
-    root = tmp_path / "work"
-    shutil.copytree(played, root, symlinks=True)
-    before, old_rounds = plays(root), rounds(root)
+    root = adaptive.copy_workdir(played, tmp_path / "work")
+    before, old_rounds = plays(root), adaptive.rounds(root, BENCH)
     joined = json.loads(json.dumps(XENT))
     joined["players"].append(NEWCOMER["name"])
-    write_params(root, [*BOTS, NEWCOMER], joined)
-    pipeline(root, "run", "xent_rounds")  # the rounds only: the first test rates
-    ledger = rounds(root)
+    adaptive.write_params(root, BENCH, joined, roster=[*BOTS, NEWCOMER])
+    adaptive.run_pipeline(root, "run", "xent_rounds")  # the rounds only: the first test rates
+    ledger = adaptive.rounds(root, BENCH)
     assert ledger[: len(old_rounds)] == old_rounds  # the earlier rounds stay as they were
     first_new = ledger[len(old_rounds)]
     assert first_new["placement"] == [NEWCOMER["name"]] and NEWCOMER["name"] in first_new["tables"][0]
