@@ -330,20 +330,24 @@ class Sandbox:
             return []
         following = iter(range(lanes, len(sources)))
         claim = threading.Lock()
+        # Every lane's worker is taken before any lane starts and given back after all end: a lane
+        # that took its worker late could otherwise get the one an early lane had just given back,
+        # and two runs of one program would share a memory layout (seen under load).
+        workers = [self._take_worker() for _ in range(lanes)]
 
         def lane(first: int) -> None:
-            worker = self._take_worker()
-            try:
-                index: int | None = first
-                while index is not None:
-                    results[index], worker = self._run_one(sources[index], worker)
-                    with claim:
-                        index = next(following, None)
-            finally:
-                self._give_back(worker)
+            index: int | None = first
+            while index is not None:
+                results[index], workers[first] = self._run_one(sources[index], workers[first])
+                with claim:
+                    index = next(following, None)
 
-        with ThreadPoolExecutor(max_workers=lanes) as pool:
-            list(pool.map(lane, range(lanes)))
+        try:
+            with ThreadPoolExecutor(max_workers=lanes) as pool:
+                list(pool.map(lane, range(lanes)))
+        finally:
+            for worker in workers:
+                self._give_back(worker)
         return [r for r in results if r is not None]
 
     def _run_one(self, source: str, worker: _Worker | None) -> tuple[SandboxResult, _Worker | None]:

@@ -4,11 +4,13 @@ reaching the next in the same worker, and results identical to one sandbox per p
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import random
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -353,6 +355,45 @@ def test_skate_verdicts_are_those_of_one_sandbox_per_program(warm: Sandbox, fres
             theirs.answer,
             theirs.distractors,
         ), text
+
+
+def test_two_runs_of_a_program_never_share_a_worker_however_late_a_lane_starts(monkeypatch) -> None:
+    """The SKATE check runs a program twice at once, and the two runs must not share a worker: a
+    worker's forks share its memory layout, so object addresses could repeat where two fresh
+    interpreters differ (seen under load: a program printing hash(object()) passed as
+    deterministic). A lane could start after the other had finished and given its worker back, and
+    take that very worker. Here a second take waits until a worker has been given back (or 1 s)."""
+    box = Sandbox(LIMITS)
+    if not box.warm:
+        pytest.skip("no warm workers here (bubblewrap not available)")
+    given_back = threading.Event()
+    take, give_back, run_one = box._take_worker, box._give_back, box._run_one
+    takes = itertools.count()  # counted on entry: the second take, whichever lane makes it
+    ran_on: list[object] = []
+
+    def late_take():
+        if next(takes) > 0:
+            given_back.wait(timeout=1.0)
+        return take()
+
+    def noted_give_back(worker):
+        give_back(worker)
+        given_back.set()
+
+    def noted_run_one(source, worker):
+        ran_on.append(worker)
+        return run_one(source, worker)
+
+    monkeypatch.setattr(box, "_take_worker", late_take)
+    monkeypatch.setattr(box, "_give_back", noted_give_back)
+    monkeypatch.setattr(box, "_run_one", noted_run_one)
+    try:
+        program = "print(hash(object()))"
+        results = box.run_many([program, program], jobs=2)
+        assert [r.exit_code for r in results] == [0, 0]
+        assert len(ran_on) == 2 and None not in ran_on and ran_on[0] is not ran_on[1]
+    finally:
+        box.close()
 
 
 def test_the_fallback_paths_stay_one_sandbox_per_program(monkeypatch) -> None:
