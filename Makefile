@@ -92,7 +92,7 @@ format: setup
 # waiting on subprocesses and sleeps.
 # The Python packages and the system packages install at once (one waits on downloads while the
 # other unpacks), then the lints, then pytest.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test:
 	@$(MAKE) --no-print-directory --output-sync=target -j3 setup browser slurm
 	@$(MAKE) --no-print-directory lint

@@ -37,6 +37,18 @@ measures as above: games to a target Kendall tau and rank-interval coverage.
     nice -n 19 .venv/bin/python bench/adaptive.py --real [--bots 10] [--real-seeds 4] [--real-games 120]
 
 Writes `real_elimination` into bench/results/adaptive.json and docs/img/adaptive_real_accuracy.png.
+
+`--real --real-benchmark whoisspy` measures the same on real Who is Spy games (the game engine, its
+prompts and rules, the graded heuristic bots' moves; no Snakemake): 8 graded bots by default, one
+6-seat table a round, each table a game of the baseline variant whose spy, words and seating come
+from the benchmark's own rule (`seated_games`: the member owed the most spy games), for the
+adaptive and the fixed runs alike; a game is a team event (the spy against the civilians), rated
+online by `update_standings` and, for accuracy, by a multi-pass rating every `--real-every` games
+(trueskill's own update for team games, so not every game as above).
+
+    nice -n 19 .venv/bin/python bench/adaptive.py --real --real-benchmark whoisspy [--bots 8] [--real-games 200] [--real-every 2]
+
+Writes `real_whoisspy` into bench/results/adaptive.json and docs/img/adaptive_real_whoisspy_accuracy.png.
 """
 
 from __future__ import annotations
@@ -46,7 +58,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -247,8 +261,9 @@ REAL_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_accuracy"
 @dataclass(frozen=True)
 class RealField:
     models: Any  # ModelsParams: the graded bots
-    params: Any  # EliminationParams: the benchmark's defaults, history_rounds 0 (the whole game)
-    rating: RatingParams  # Elimination's TrueSkill settings (mu 4, sigma 8.33, beta 4.17, tau 0)
+    # EliminationParams: the benchmark's defaults, history_rounds 0 (the whole game); or WhoIsSpyParams (spy_field)
+    params: Any
+    rating: RatingParams  # the benchmark's TrueSkill settings (Elimination: mu 4, sigma 8.33, beta 4.17, tau 0)
     names: tuple[str, ...]
     true_rank: dict[str, int]  # 1 = the most skilled
 
@@ -356,9 +371,23 @@ def real_coverage(
     return float(np.mean(covered)), float(summary["settled"].mean())
 
 
-def measure_real(args: argparse.Namespace) -> dict[str, Any]:
-    field = real_field(args.bots, *args.skills)
-    checkpoints = list(range(1, args.real_games + 1))
+RealRun = Callable[[str, RealField, int, int], tuple[list[RatingEvent], list[int]]]
+RealCurve = Callable[[list[RatingEvent], RealField, list[int], int, int], list[float]]
+
+
+def measure_real(
+    args: argparse.Namespace,
+    field: RealField,
+    run: RealRun = run_real,
+    curve: RealCurve = real_tau_curve,
+    seats: int = REAL_SEATS,
+    every: int = 1,
+) -> dict[str, Any]:
+    """Both schedules over the seeds on `field`: `run` plays a run, `curve` rates its games at each
+    checkpoint (every `every` games, and the last)."""
+    checkpoints = list(range(every, args.real_games + 1, every))
+    if checkpoints[-1] != args.real_games:
+        checkpoints.append(args.real_games)
     curves: dict[str, np.ndarray] = {}
     played: dict[str, list[list[RatingEvent]]] = {}
     started = time.perf_counter()
@@ -366,17 +395,18 @@ def measure_real(args: argparse.Namespace) -> dict[str, Any]:
     for kind in ("fixed", "adaptive"):
         per_seed, played[kind] = [], []
         for s in range(args.real_seeds):
-            events, after = run_real(kind, field, args.real_games, s)
+            events, after = run(kind, field, args.real_games, s)
             games_played += len(events)
-            per_seed.append(real_tau_curve(events, field, after, args.passes, s))
+            # the games played by each checkpoint's round (one table a round: the checkpoint itself)
+            per_seed.append(curve(events, field, [after[g - 1] for g in checkpoints], args.passes, s))
             played[kind].append(events)
             print(f"real {kind} seed {s}: {len(events)} games, tau {per_seed[-1][-1]:.3f}", file=sys.stderr)
         curves[kind] = np.mean(per_seed, axis=0)
     play_s = time.perf_counter() - started
     result: dict[str, Any] = {
-        "bots": args.bots,
+        "bots": len(field.names),
         "skills": list(args.skills),
-        "seats": REAL_SEATS,
+        "seats": seats,
         "tables_per_round": 1,
         "seeds": args.real_seeds,
         "games_per_run": args.real_games,
@@ -427,6 +457,117 @@ def measure_real(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# -- the real benchmark: Who is Spy games between graded bots ------------------------------------
+SPY_SEATS = 6
+SPY_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_whoisspy_accuracy"
+
+
+def spy_field(bots: int, low: float = 0.0, high: float = 1.0) -> RealField:
+    """Graded Who is Spy bots (`bot: heuristic`, `bot_options: {skill: p}`), the benchmark's params
+    for baseline games among them and its rating settings (mu 25, sigma 8.33, beta 4.17, tau 0.083)."""
+    from pipeline.core.models import ModelsParams
+    from pipeline.whoisspy.config import WhoIsSpyParams
+
+    skills = [round(low + (high - low) * k / (bots - 1), 4) for k in range(bots)]
+    names = tuple(f"skill-{p:.2f}" for p in skills)
+    roster = [{"name": n, "bot": "heuristic", "bot_options": {"skill": p}} for n, p in zip(names, skills)]
+    models = ModelsParams.model_validate({"roster": roster})
+    params = WhoIsSpyParams.model_validate(
+        {"players": list(names), "fill": [names[0]], "variants": ["baseline"], "rank_variant": "baseline"}
+    )
+    order = sorted(names, key=lambda n: -skills[names.index(n)])
+    return RealField(models, params, params.rating.rating_params(), names, {n: k for k, n in enumerate(order, 1)})
+
+
+def play_spy_game(field: RealField, params: Any, game: Any) -> RatingEvent:
+    """One real game of a round's table as the ledger chose it (a RoundGame: seats, spy, words,
+    replicate), under the game id the benchmark gives it, so the two schedules play the very same
+    game whenever they choose the same table with the same spy history; its team event."""
+    from pipeline.core.models import Gateway
+    from pipeline.whoisspy.adaptive import team_event
+    from pipeline.whoisspy.engine import run_game
+    from pipeline.whoisspy.schedule import adaptive_spec
+
+    f = game.fields
+    spec = adaptive_spec(
+        params,
+        field.models,
+        game.seats,
+        int(f["spy_seat"]),
+        str(f["civilian_word"]),
+        str(f["spy_word"]),
+        int(f["replicate"]),
+        f.get("focal"),
+    )
+    assert spec.game_id == game.id, (spec.game_id, game.id)
+    record = run_game(spec, field.models, Gateway(field.models, job=f"bench/{spec.game_id}", root="/tmp"))
+    event = team_event(record)
+    assert event is not None  # distinct players at every table: always a civilian team
+    return event
+
+
+def run_spy(
+    kind: str, field: RealField, games: int, seed: int, stops: dict[int, int] | None = None
+) -> tuple[list[RatingEvent], list[int]]:
+    """`games` real Who is Spy games, one table a round; the events and the game count after each round.
+    The tables come from `decide_round` (adaptive) or `fixed_round` (fixed); for both, the spy, words
+    and seating from the benchmark's `seated_games` over the run's earlier games. `stops` gets, per
+    seed, the game count at which `decide_round` would have stopped the adaptive run."""
+    from pipeline.core.rating.adaptive import Budget, decide_round
+    from pipeline.whoisspy.schedule import seated_games
+
+    schedule = AdaptiveSchedule(seats=SPY_SEATS, tables_per_round=1)
+    # the bench seed is the params' seed too: it is part of every game id, so seeds play other games
+    params = field.params.model_copy(update={"seed": seed})
+    standings = {name: new_standing(field.rating) for name in field.names}
+    counts = dict.fromkeys(field.names, 0)
+    met: dict[tuple[str, str], int] = {}
+    earlier: list[Any] = []
+    events: list[RatingEvent] = []
+    after: list[int] = []
+    for r in range(1, games + 1):
+        if kind == "adaptive":
+            stop, round_ = decide_round(
+                standings, schedule, field.rating, seed, r, met, budget=Budget(), games=len(events), rounds=r - 1
+            )
+            if stop is not None:
+                # the ledger would stop here (every pair of neighbours separated); the comparison is at
+                # equal game counts, so the run goes on with the schedule's own next round
+                if stops is not None:
+                    stops.setdefault(seed, len(events))
+                round_ = next_round(standings, schedule, field.rating, seed, r, met)
+        else:
+            round_ = fixed_round(counts, schedule, seed, r)
+        chosen = seated_games(round_.tables, earlier, params, field.models, seed, r)
+        played = [play_spy_game(field, params, game) for game in chosen]
+        earlier.extend(chosen)
+        standings = update_standings(standings, played, field.rating)
+        met = meetings(played, met)
+        for name in round_.players:
+            counts[name] += 1
+        events.extend(played)
+        after.append(len(events))
+    return events, after
+
+
+def spy_tau_curve(
+    events: list[RatingEvent], field: RealField, checkpoints: list[int], passes: int, seed: int
+) -> list[float]:
+    """As `real_tau_curve` (the same pass orders), through `pass_ratings`: the compiled engine rates
+    single-player teams only, team games go through trueskill's own update. A bot without a game
+    yet keeps the prior mu."""
+    from pipeline.core.rating.multipass import pass_ratings
+
+    names = sorted(field.names)
+    true = np.array([field.true_rank[name] for name in names])
+    taus = []
+    for games in checkpoints:
+        players, mus, _ = pass_ratings(events[:games], field.rating, passes, seed)
+        mean = dict(zip(players, mus.mean(axis=0)))
+        taus.append(kendall_tau(true, np.array([mean.get(name, field.rating.mu) for name in names])))
+    return taus
+
+
 def plot_real(section: dict[str, Any]) -> list[Path]:
     import altair as alt
 
@@ -448,22 +589,35 @@ def plot_real(section: dict[str, Any]) -> list[Path]:
         .properties(
             width=360,
             height=200,
-            title=f"Real Elimination Games, {section['bots']} graded bots, 8 seats (mean over {section['seeds']} seeds)",
+            title=f"Real {REAL_TITLES[section.get('benchmark', 'elimination')]}, {section['bots']} graded bots, "
+            f"{section['seats']} seats (mean over {section['seeds']} seeds)",
         )
     )
     rule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(y=alt.datum(section["target_tau"]))
-    return save_chart(alt.layer(lines, rule), REAL_PLOT_STEM, formats=("png",))
+    stem = SPY_PLOT_STEM if section.get("benchmark") == "whoisspy" else REAL_PLOT_STEM
+    return save_chart(alt.layer(lines, rule), stem, formats=("png",))
 
 
-def write_real(section: dict[str, Any]) -> Path:
-    """Put the real section into adaptive.json beside the synthetic results already there."""
+REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games"}
+# per benchmark: graded bots, games per run, games between accuracy checkpoints. Who is Spy's team
+# games are rated by trueskill's own update (not the compiled engine), so its checkpoints are sparser;
+# its single bit a game (did the spy win) needs more games than Elimination's 8 places.
+REAL_DEFAULTS: dict[str, dict[str, int]] = {
+    "elimination": {"bots": 10, "games": 120, "every": 1},
+    "whoisspy": {"bots": 8, "games": 200, "every": 2},
+}
+
+
+def write_real(section: dict[str, Any], key: str = "real_elimination") -> Path:
+    """Put a real section into adaptive.json under `key`, beside the synthetic results and the
+    other real sections already there."""
     import json
 
     from _common import RESULTS, machine
 
     path = RESULTS / "adaptive.json"
     record = json.loads(path.read_text()) if path.exists() else {"name": "adaptive"}
-    record["real_elimination"] = {
+    record[key] = {
         **section,
         "machine": machine(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -525,10 +679,22 @@ def main() -> int:
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--resamples", type=int, default=40)
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--real", action="store_true", help="run only the real Elimination section (graded bots)")
-    parser.add_argument("--bots", type=int, default=10, help="--real: graded bots in the field")
+    parser.add_argument("--real", action="store_true", help="run only a real-benchmark section (graded bots)")
+    parser.add_argument(
+        "--real-benchmark",
+        choices=list(REAL_DEFAULTS),
+        default=None,
+        help="--real: the benchmark whose real games are played (default elimination; naming one implies --real)",
+    )
+    parser.add_argument("--bots", type=int, default=None, help="--real: graded bots in the field (10; whoisspy 8)")
     parser.add_argument("--real-seeds", type=int, default=4, help="--real: seeds per schedule")
-    parser.add_argument("--real-games", type=int, default=120, help="--real: games per run")
+    parser.add_argument("--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200)")
+    parser.add_argument(
+        "--real-every",
+        type=int,
+        default=None,
+        help="--real: games between accuracy checkpoints (1; whoisspy 2: its team games are rated game by game)",
+    )
     parser.add_argument("--real-target-tau", type=float, default=0.9, help="--real: the accuracy compared")
     parser.add_argument(
         "--skills",
@@ -540,14 +706,32 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    if args.real:
+    if args.real or args.real_benchmark:
+        benchmark = args.real_benchmark or "elimination"
+        defaults = REAL_DEFAULTS[benchmark]
+        args.bots = defaults["bots"] if args.bots is None else args.bots
+        args.real_games = defaults["games"] if args.real_games is None else args.real_games
+        every = defaults["every"] if args.real_every is None else args.real_every
+        if args.bots < (SPY_SEATS if benchmark == "whoisspy" else REAL_SEATS) or args.real_games < 1 or every < 1:
+            parser.error("--bots must fill a table (8 seats; whoisspy 6), --real-games and --real-every be positive")
         load_before = load_average()
-        section = measure_real(args)
+        if benchmark == "whoisspy":
+            field = spy_field(args.bots, *args.skills)
+            stops: dict[int, int] = {}
+            section = measure_real(args, field, partial(run_spy, stops=stops), spy_tau_curve, SPY_SEATS, every)
+            section["benchmark"], section["checkpoint_every"] = benchmark, every
+            # per seed: the games after which the ledger's own rule (neighbours separated) would stop
+            section["adaptive_separated_at"] = [stops.get(s) for s in range(args.real_seeds)]
+            section["rating_params"] = {
+                k: getattr(field.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")
+            }
+        else:
+            section = measure_real(args, real_field(args.bots, *args.skills), every=every)
         section["load_avg_before"], section["load_avg_after"] = load_before, load_average()
         section["passes"], section["resamples"], section["high_tau"] = args.passes, args.resamples, args.high_tau
         if not args.no_plot:
             section["plots"] = [str(p.relative_to(ROOT)) for p in plot_real(section)]
-        print(f"wrote {write_real(section)}", file=sys.stderr)
+        print(f"wrote {write_real(section, f'real_{benchmark}')}", file=sys.stderr)
         summary = {k: v for k, v in section.items() if k not in ("curve_games",)}
         for kind in ("fixed", "adaptive"):
             summary[kind] = {k: v for k, v in section[kind].items() if k != "curve_tau"}

@@ -48,7 +48,7 @@ def by_file(seconds: dict[str, float]) -> list[tuple[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tier", choices=("all", "unit"), default="all")
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "3")))
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("TEST_WORKERS", "4")))
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-tests-") as tmp:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import random_bot
+from pipeline.core.models.players import random_bot, skill_option
 
 _LABEL = re.compile(r"\bP(\d+)\b")
 
@@ -93,19 +93,6 @@ def _targets(state: Mapping[str, Any], choices: Sequence[str]) -> list[str]:
     seat, ally = state.get("seat"), ally_of(state)
     pool = [c for c in choices if c not in (seat, ally)]
     return pool or [c for c in choices if c != seat]
-
-
-def skill_option(options: Mapping[str, Any]) -> float | None:
-    """`bot_options.skill` as a probability, or None when unset (the plain heuristic bot)."""
-    if "skill" not in options:
-        return None
-    value = options["skill"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise ValueError(
-            f"heuristic bot: bot_options.skill must be a number from 0 to 1 (the share of heuristic moves), "
-            f"got {value!r}; fix it in the roster entry of params/models.yaml"
-        )
-    return float(value)
 
 
 @register_bot("heuristic", game="elimination")

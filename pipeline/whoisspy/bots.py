@@ -4,15 +4,28 @@ It knows only its own word (from the request's `state`) and the built-in associa
 Describing, it names two associations it has not used yet. Voting, it scores every candidate by
 how many words of the candidate's descriptions fall among its own word's associations and votes
 for the lowest score (the describer least like its own word); ties are broken by the seeded rng.
+
+`bot_options: {skill: p}` grades the bot's strength, as Elimination's: each move is a heuristic one
+with probability p and the random bot's otherwise, the coin drawn from the request's own seeded
+rng. The graded bot's heuristic descriptions also echo the table (`echo_describe`): one association
+of its own word and the word the other seats' descriptions said most (the random bot's filler and
+the templates' own words aside). A civilian so repeats its fellow civilians' words, and a spy
+borrows them and blends in, where the plain bot's spy describes its own word and looks as odd as a
+filler talker. So a bot that plays at random more often is voted out more often and, as the
+spy, caught more often, and a field of graded bots has a known order, skill 1 first and skill 0
+(the random bot) last (docs/adaptive.md). Without the option the bot is the plain heuristic bot,
+move for move as before (no coin is drawn), so its games are what they were.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
+from pipeline.core.models.players import FILLER_WORDS, random_bot, skill_option
 from pipeline.whoisspy.fouls import normalize, says_word, tokens, word_forms
 from pipeline.whoisspy.words import associations_of
 
@@ -78,17 +91,79 @@ def vote(state: Mapping[str, Any], choices: tuple[str, ...], rng: random.Random)
     return rng.choice([c for c in candidates if scores[c] == lowest])
 
 
+# words that say nothing about anyone's word: the random bot's filler and the templates' own words
+_MEANINGLESS = frozenset(FILLER_WORDS) | frozenset(
+    t for template in _TEMPLATES for t in tokens(template.format(a="", b=""))
+)
+
+
+def table_words(state: Mapping[str, Any]) -> Counter[str]:
+    """Per meaningful word of the other seats' descriptions (as shown: redacted words are gone),
+    how many of those descriptions said it; the bot's own word in any form is left out."""
+    seat, word = state.get("seat"), str(state.get("word", ""))
+    counts: Counter[str] = Counter()
+    for speech in state.get("speeches", ()):
+        if speech["seat"] != seat:
+            counts.update(t for t in set(tokens(speech["text"])) if t not in _MEANINGLESS and not says_word(t, word))
+    return counts
+
+
+def echo_describe(state: Mapping[str, Any], rng: random.Random) -> str:
+    """The graded bot's description: the table's most-said word (`table_words`, one the bot has not
+    said itself) beside an association of its own word; `describe` when the table said nothing yet."""
+    word, seat = str(state.get("word", "")), state.get("seat")
+    speeches = list(state.get("speeches", ()))
+    said = [s["text"] for s in speeches]
+    mine = {t for s in speeches if s["seat"] == seat for t in tokens(s["text"])}
+    heard = table_words(state)
+    echoes = sorted(w for w in heard if w not in mine)
+    if not echoes:
+        return describe(word, said, rng)
+    top = max(heard[w] for w in echoes)
+    pool = [w for w in echoes if heard[w] == top]
+    earlier = {normalize(s) for s in said}
+    used = {t for s in said for t in tokens(s)}
+    own = [a for a in associations_of(word) if not says_word(a, word)]
+    fresh = [a for a in own if a not in used]
+    for _ in range(20):
+        echo = rng.choice(pool)
+        # an unsaid association first, then any, then filler (a word missing from the list)
+        other = (rng.sample(fresh, len(fresh)) + rng.sample(own, len(own)) + rng.sample(_FALLBACK, 1))[0]
+        a, b = (echo, other) if rng.random() < 0.5 else (other, echo)
+        text = rng.choice(_TEMPLATES).format(a=a, b=b)
+        # a multi-word secret word could form across the two; a repeat is a foul
+        if normalize(text) not in earlier and not says_word(text, word):
+            return text
+    return describe(word, said, rng)
+
+
+def _heuristic_policy(request: MoveRequest, rng: random.Random) -> str:
+    state = request.state
+    if request.kind == "speech":
+        said = [s["text"] for s in state.get("speeches", ())]
+        return describe(str(state.get("word", "")), said, rng)
+    if request.kind in ("vote", "reasoned_vote") and request.choices:
+        return vote(state, request.choices, rng)
+    return rng.choice(request.choices) if request.choices else "pass"
+
+
 @register_bot("heuristic", game="whoisspy")
 def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
-    """Options: none."""
+    """Describes with associations and votes against the describer least like its word; with
+    `skill`, a share 1 - skill of its moves are the random bot's and its descriptions echo the
+    table (module docstring)."""
+    skill = skill_option(options)
+    if skill is None:
+        return _heuristic_policy
+    fallback = random_bot(options)
 
-    def policy(request: MoveRequest, rng: random.Random) -> str:
-        state = request.state
-        if request.kind == "speech":
-            said = [s["text"] for s in state.get("speeches", ())]
-            return describe(str(state.get("word", "")), said, rng)
-        if request.kind in ("vote", "reasoned_vote") and request.choices:
-            return vote(state, request.choices, rng)
-        return rng.choice(request.choices) if request.choices else "pass"
+    def graded(request: MoveRequest, rng: random.Random) -> str:
+        # one coin per move, from the move's own seeded rng: the same request always gets the same move
+        # (skill 1 draws none: every move is heuristic)
+        if skill >= 1.0 or rng.random() < skill:
+            if request.kind == "speech":
+                return echo_describe(request.state, rng)
+            return _heuristic_policy(request, rng)
+        return str(fallback(request, rng))
 
-    return policy
+    return graded

@@ -1,9 +1,13 @@
-"""Who is Spy's adaptive schedule without Snakemake: a round's tables as games (the spy owed the most
-spy games, seeded words and seats, content ids, replicates), the round files as the schedule, the
-params' checks, the team events the ledger reads and rates, and the opponent-corrected rates."""
+"""Who is Spy's adaptive schedule without Snakemake: graded bots of known strength (and the plain bot
+replaying the committed demo games), a round's tables as games (the spy owed the most spy games,
+seeded words and seats, content ids, replicates), the round files as the schedule, the params'
+checks, the team events the ledger reads and rates, and the opponent-corrected rates."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,8 +16,9 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline.core.artifacts import ParamsError, load_params, write_json_atomic
-from pipeline.core.models import Gateway
+from pipeline.core.artifacts import ParamsError, load_params, seed_from, write_json_atomic
+from pipeline.core.models import Gateway, MoveRequest, Player, Reply, load_models, make_player
+from pipeline.core.models.roster import RosterEntry
 from pipeline.core.rating.adaptive import (
     AdaptiveSchedule,
     Budget,
@@ -26,15 +31,154 @@ from pipeline.core.rating.adaptive import (
 from pipeline.core.rating.events import FreeForAll, RatingParams, TeamMatch
 from pipeline.core.run.rounds import AdaptiveSetup, RoundGame, RoundRecord, ledger_state, restrict
 from pipeline.whoisspy import adaptive
-from pipeline.whoisspy.config import WhoIsSpyParams
-from pipeline.whoisspy.engine import run_game
+from pipeline.whoisspy.bots import _heuristic_policy, heuristic_bot, table_words
+from pipeline.whoisspy.config import ReplyParams, RulesParams, WhoIsSpyParams
+from pipeline.whoisspy.engine import Game, run_game, run_record
 from pipeline.whoisspy.metrics import opponent_rate_metrics
-from pipeline.whoisspy.schedule import build_schedule, make_spec, seated_games
+from pipeline.whoisspy.prompts import INJECTED_LINES, prompt_fingerprint
+from pipeline.whoisspy.schedule import ENGINE_VERSION, GameSpec, build_schedule, make_spec, seated_games
+from pipeline.whoisspy.words import WORD_PAIRS
 from tests.conftest import models_params
 
 BOTS = [{"name": f"bot-{k}", "bot": "heuristic" if k % 2 else "random"} for k in range(8)]
 NAMES = [b["name"] for b in BOTS]
 RATING = RatingParams(draw_probability=0.0)
+REPO = Path(__file__).resolve().parents[2]
+SKILLS = [round(k / 5, 3) for k in range(6)]
+GRADED = [{"name": f"skill-{k}", "bot": "heuristic", "bot_options": {"skill": p}} for k, p in enumerate(SKILLS)]
+
+
+def test_skill_grades_the_heuristic_bot_and_is_checked() -> None:
+    assert heuristic_bot({}) is _heuristic_policy  # no option: the plain heuristic bot, move for move
+    with pytest.raises(ValueError, match="skill must be a number from 0 to 1"):
+        heuristic_bot({"skill": -0.1})
+    with pytest.raises(ValueError, match="skill"):
+        heuristic_bot({"skill": True})
+    request = MoveRequest(messages=(), key="r1/speech/P1", kind="speech", state={"seat": "P1", "word": "tea"})
+    moves = {p: [heuristic_bot({"skill": p})(request, random.Random(k)) for k in range(200)] for p in (0.0, 0.5, 1.0)}
+    assert moves[0.5] == [heuristic_bot({"skill": 0.5})(request, random.Random(k)) for k in range(200)]  # seeded
+    # a heuristic description is a template's sentence; the random bot's is bare filler words
+    heuristic_share = {p: sum(m.endswith(".") for m in found) / 200 for p, found in moves.items()}
+    assert heuristic_share[0.0] == 0.0 and heuristic_share[1.0] == 1.0 and 0.35 < heuristic_share[0.5] < 0.65
+
+
+def test_the_graded_bot_echoes_the_table_s_words() -> None:
+    # two civilians said "kettle", a filler talker said "garden" twice: the spy (coffee) borrows "kettle"
+    speeches = [
+        {"round": 1, "seat": "P1", "text": "Think kettle; also leaves."},
+        {"round": 1, "seat": "P2", "text": "It makes me think of kettle and [...]."},
+        {"round": 1, "seat": "P3", "text": "garden river garden stone"},
+        {"round": 1, "seat": "P5", "text": "garden cloud"},
+    ]
+    state = {"seat": "P4", "word": "coffee", "speeches": speeches}
+    assert table_words(state) == Counter({"kettle": 2, "leaves": 1})
+    request = MoveRequest(messages=(), key="r1/speech/P4", kind="speech", state=state)
+    graded = [heuristic_bot({"skill": 1.0})(request, random.Random(k)) for k in range(20)]
+    plain = [heuristic_bot({})(request, random.Random(k)) for k in range(20)]
+    assert all("kettle" in text and "coffee" not in text for text in graded)
+    assert not any("kettle" in text for text in plain)  # the plain bot describes its own word only
+
+
+def test_a_field_of_graded_bots_has_the_order_of_their_skill() -> None:
+    """120 seeded 6-seat games, every seat the spy in turn: the mean points and the spy's win rate
+    follow the skill (rank correlation), and the extremes are far apart (measured over 1,500 games:
+    points 0.75 for skill 0 to 2.92 for skill 1, the spy's win rate 0.12 to 0.83, step by step)."""
+    models = models_params(GRADED)
+    names = [b["name"] for b in GRADED]
+    points: dict[str, list[float]] = {name: [] for name in names}
+    spy_wins: dict[str, list[float]] = {name: [] for name in names}
+    for g in range(120):
+        rng = random.Random(g)
+        seats = rng.sample(names, 6)
+        pair = WORD_PAIRS[rng.randrange(len(WORD_PAIRS))]
+        spec = make_spec(
+            models, variant="baseline", seats=seats, spy_seat=g % 6, civilian_word=pair.first, spy_word=pair.second
+        )
+        record = run_record(spec, models, Gateway(models, job=f"test/{g}", root="/tmp"))
+        for player in record.players:
+            points[player.model].append(float(player.score))
+            if player.role == "spy":
+                spy_wins[player.model].append(float(record.winner == "spy"))
+
+    def spearman(values: list[float]) -> float:
+        order = sorted(range(6), key=lambda k: values[k])  # weakest first
+        return 1 - 6 * sum((rank - k) ** 2 for rank, k in enumerate(order)) / (6 * 35)
+
+    mean_points = [sum(points[n]) / len(points[n]) for n in names]
+    spy_rate = [sum(spy_wins[n]) / len(spy_wins[n]) for n in names]
+    assert spearman(mean_points) >= 0.9 and spearman(spy_rate) >= 0.9, (mean_points, spy_rate)
+    assert mean_points[-1] - mean_points[0] > 1.0 and spy_rate[-1] - spy_rate[0] > 0.4
+
+
+class Recorded(Player):
+    """A model's seats replayed from a game record: each move the reply it gave, in its recorded time."""
+
+    def __init__(self, entry: RosterEntry, gateway: Gateway, record: dict[str, Any]) -> None:
+        super().__init__(entry, gateway, 0, "whoisspy")
+        seats = {p["seat"]: p for p in record["players"] if p["model"] == entry.name}
+        line = INJECTED_LINES.get(record["variant"], "")
+        self.moves: dict[str, tuple[str, float]] = {}
+        for event in record["events"]:
+            if event["type"] == "speech" and event["seat"] in seats:
+                text = event["text"]
+                if line and seats[event["seat"]]["role"] == "spy":
+                    text = text.removesuffix(line).rstrip()  # the engine adds the variant's line itself
+                self.moves[f"r{event['round']}/speech/{event['seat']}"] = (text, event["latency_s"])
+            elif event["type"] == "vote" and event["voter"] in seats:
+                self.moves[f"r{event['round']}/vote/{event['voter']}"] = (event["reply"], event["latency_s"])
+
+    async def act(self, request: MoveRequest) -> Reply:
+        text, latency = self.moves[request.key]
+        return Reply(player=self.name, text=text, latency_s=latency)
+
+
+def without_times(value: Any) -> Any:
+    """A record without its move times: a bot's is the wall time of its move, never the same twice."""
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in value.items() if k != "latency_s"}
+    if isinstance(value, list):
+        return [without_times(v) for v in value]
+    return value
+
+
+def test_the_plain_bot_replays_the_committed_demo_games(tmp_path: Path) -> None:
+    """Every committed demo game of this engine (the fixture, and results/whoisspy/games where DVC
+    has them) played again: the bots' moves from the code, the model's from its record. The same
+    record comes back, so the plain heuristic bot's moves are what they were."""
+    models = load_models(REPO / "params/models.yaml")
+    found = [*REPO.glob("results/whoisspy/games/*.json"), *REPO.glob("tests/data/records/whoisspy/*.json")]
+    records = {r["game_id"]: r for r in (json.loads(p.read_text()) for p in found)}
+    current = [
+        r for r in records.values() if r["engine_version"] == ENGINE_VERSION and r["prompts"] == prompt_fingerprint()
+    ]
+    assert current, "no committed demo game of this engine"
+    assert any(p["model"] == "heuristic-bot" for r in current for p in r["players"])
+    for record in current:
+        players = record["players"]
+        spec = GameSpec(
+            record["game_id"],
+            record["variant"],
+            tuple(p["model"] for p in players),
+            next(i for i, p in enumerate(players) if p["role"] == "spy"),
+            record["words"]["civilian"],
+            record["words"]["spy"],
+            RulesParams.model_validate(record["rules"]),
+            ReplyParams.model_validate(record["replies"]),
+            record["replicate"],
+            record["focal"],
+            record["focal_role"],
+            reasoning_analysis=record.get("reasoning_analysis") or "public",
+        )
+        gateway = Gateway(models, job=f"test/{spec.game_id}", root=tmp_path)
+        seed = seed_from("whoisspy", spec.game_id)  # as the engine seeds a game's players
+        seated: dict[str, Player] = {}
+        for name in sorted(set(spec.seats)):
+            entry = models.entry(name)
+            seated[name] = (
+                make_player(entry, gateway, seed, "whoisspy") if entry.is_bot else Recorded(entry, gateway, record)
+            )
+        replayed = asyncio.run(Game(spec, seated).run()).to_json()
+        assert without_times(replayed) == without_times(record), record["game_id"]
 
 
 def adaptive_params(players: list[str], variant: str = "baseline", **settings: Any) -> WhoIsSpyParams:

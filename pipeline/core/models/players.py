@@ -174,7 +174,8 @@ class BotPlayer(Player):
 
 
 # Words for free-text moves of the random bot: neutral, so it neither helps nor hurts by meaning.
-_FILLER_WORDS = (
+# Public: a graded heuristic bot reads them as the random bot's talk (pipeline.whoisspy.bots).
+FILLER_WORDS = (
     "apple river stone cloud garden window paper orange music silver forest candle bridge "
     "yellow ocean pencil winter market ladder planet coffee basket thunder mirror castle"
 ).split()
@@ -189,9 +190,23 @@ def random_bot(options: Mapping[str, Any]) -> BotPolicy:
         if request.choices:
             return rng.choice(request.choices)
         limit = min(words, request.max_words) if request.max_words else words
-        return " ".join(rng.choice(_FILLER_WORDS) for _ in range(max(1, limit)))
+        return " ".join(rng.choice(FILLER_WORDS) for _ in range(max(1, limit)))
 
     return policy
+
+
+def skill_option(options: Mapping[str, Any]) -> float | None:
+    """`bot_options.skill` of a benchmark's heuristic bot as a probability (the share of its moves
+    that are heuristic, the rest the random bot's), or None when unset (the plain heuristic bot)."""
+    if "skill" not in options:
+        return None
+    value = options["skill"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(
+            f"heuristic bot: bot_options.skill must be a number from 0 to 1 (the share of heuristic moves), "
+            f"got {value!r}; fix it in the roster entry of params/models.yaml"
+        )
+    return float(value)
 
 
 def make_player(entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> Player:
