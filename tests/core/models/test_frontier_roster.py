@@ -9,7 +9,8 @@ limits, reply caps, answering mode); only how often the same moves repeat is tri
 already does for elimination's lineups: SKATE plays one round (its second asks the same kinds of
 move under the same caps) among the three models alone (its scripted setter and answer-only bots,
 each a job of its own, ask no model anything), Xent plays the first of its committed games (every
-game's moves share one cap), and the run builds what each benchmark's metrics.json needs (no plots,
+game's moves share one cap) scored by the model-free `word` judge (the judge decides no reply's
+budget; the embedded judge's CPU is tested elsewhere), and the run builds what each benchmark's metrics.json needs (no plots,
 no SKATE analyses or strategy replays: they ask nothing a play job has not)."""
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def frontier_project(root: Path, api_base: str) -> Path:
     params = root / "params"
     edit_yaml(params / "whoisspy.yaml", players=list(API_MODELS))
     committed_games = yaml.safe_load((params / "xent.yaml").read_text())["games"]
-    edit_yaml(params / "xent.yaml", players=list(API_MODELS), games=committed_games[:1])
+    # the model-free `word` judge: the judge scores moves, it decides no reply's budget
+    edit_yaml(params / "xent.yaml", players=list(API_MODELS), games=committed_games[:1], judge="word")
     edit_yaml(
         params / "skate.yaml",
         players=["reasoner-a", "chatter"],

@@ -238,6 +238,16 @@ def template_programs() -> list[str]:
     return list(dict.fromkeys(programs))
 
 
+#: orphans dying all the time (each one a SIGCHLD for pid 1) must not hold off the time limits.
+#: Which limit stops it is a near tie that load decides: its forks cost the parent about as much CPU
+#: over the wall limit as the CPU limit allows (a worker's larger process forks dearer), so either
+#: of the two time limits is the right outcome on either path.
+ORPHANS = (
+    "import os, time\nwhile True:\n    if os.fork() == 0:\n        if os.fork() == 0:\n            os._exit(0)\n"
+    "        os._exit(0)\n    os.wait()\n    time.sleep(0.002)"
+)
+TIME_LIMITS = {"cpu", "wall"}
+
 BEHAVIOUR = [
     # errors and exits
     "print(1)\nraise ValueError('nope')",
@@ -305,9 +315,7 @@ BEHAVIOUR = [
     "import sys\nfor _ in range(1000):\n    sys.stdout.write('x' * 100_000)",
     "print('x' * 10_000_000)",
     "import time\ntime.sleep(60)",
-    # orphans dying all the time (each one a SIGCHLD for pid 1) must not hold off the wall limit
-    "import os, time\nwhile True:\n    if os.fork() == 0:\n        if os.fork() == 0:\n            os._exit(0)\n"
-    "        os._exit(0)\n    os.wait()\n    time.sleep(0.002)",
+    ORPHANS,
     # the old attack tests' programs
     "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\nprint('connected')",
     "open('/root/escape.txt', 'w').write('x')",
@@ -328,6 +336,7 @@ def test_results_are_those_of_one_sandbox_per_program(programs: list[str], warm:
         (program, outcome(w), outcome(f))
         for program, w, f in zip(programs, warm_results, fresh_results)
         if comparable(w) != comparable(f)
+        and not (program == ORPHANS and {w.limit, f.limit} <= TIME_LIMITS and w.stdout == f.stdout == "")
     ]
     assert different == []
 
