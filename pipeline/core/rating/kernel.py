@@ -33,7 +33,6 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba.core.caching import UserProvidedCacheLocator
 
 from pipeline.core.artifacts.io import user_cache_dir
 
@@ -69,16 +68,32 @@ def cache_dir() -> Path | None:
     return path
 
 
-class _SourceKeyedLocator(UserProvidedCacheLocator):
-    """numba's place for the kernel's compiled code, named by this file's content instead of by its
-    directory (numba's own choice): another checkout of the same code loads what one compiled
-    (about 7 s saved per new checkout); changed code gets a place of its own."""
+def _numba_locator() -> Any:
+    """numba's locator for a user-set cache directory, or None: the locators are an internal API,
+    and another numba keeps its own, path-keyed cache."""
+    try:
+        from numba.core.caching import UserProvidedCacheLocator
+    except ImportError:  # pragma: no cover - depends on the numba version
+        return None
+    return UserProvidedCacheLocator
 
-    def __init__(self, py_func: Any, py_file: str) -> None:
-        super().__init__(py_func, py_file)
-        digest = hashlib.sha256(Path(py_file).read_bytes()).hexdigest()[:20]
-        config: Any = numba.config  # its settings are set at run time: untyped
-        self._cache_path = os.path.join(config.CACHE_DIR, f"kernel-{digest}")
+
+_NumbaLocator: Any = _numba_locator()
+_LOCATOR: str | None = None  # the import path numba is given for `_SourceKeyedLocator`, when it can take one
+if _NumbaLocator is not None and hasattr(numba.config, "CACHE_LOCATOR_CLASSES"):
+
+    class _SourceKeyedLocator(_NumbaLocator):
+        """numba's place for the kernel's compiled code, named by this file's content instead of by
+        its directory (numba's own choice): another checkout of the same code loads what one
+        compiled (about 7 s saved per new checkout); changed code gets a place of its own."""
+
+        def __init__(self, py_func: Any, py_file: str) -> None:
+            super().__init__(py_func, py_file)
+            digest = hashlib.sha256(Path(py_file).read_bytes()).hexdigest()[:20]
+            config: Any = numba.config  # its settings are set at run time: untyped
+            self._cache_path = os.path.join(config.CACHE_DIR, f"kernel-{digest}")
+
+    _LOCATOR = f"{__name__}.{_SourceKeyedLocator.__name__}"
 
 
 # Argument types, spelled out: each function is compiled once, for exactly these (C-ordered
@@ -107,15 +122,18 @@ def _jit(signature: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         # decoration only, so other numba users in the process keep their own setting.
         # The locator is named by its import path (numba's NUMBA_CACHE_LOCATOR_CLASSES setting).
         config: Any = numba.config  # its settings are set at run time: untyped
-        saved = config.CACHE_DIR, config.CACHE_LOCATOR_CLASSES
+        saved = config.CACHE_DIR, getattr(config, "CACHE_LOCATOR_CLASSES", None)
         config.CACHE_DIR = str(where)
-        config.CACHE_LOCATOR_CLASSES = f"{__name__}.{_SourceKeyedLocator.__name__}"
+        if _LOCATOR is not None:
+            config.CACHE_LOCATOR_CLASSES = _LOCATOR
         try:
             return numba.njit(signature, cache=True, **options)(func)
         except (RuntimeError, OSError):  # no cache locator or a failed write: compile in memory
             return numba.njit(signature, **options)(func)
         finally:
-            config.CACHE_DIR, config.CACHE_LOCATOR_CLASSES = saved
+            config.CACHE_DIR = saved[0]
+            if _LOCATOR is not None:
+                config.CACHE_LOCATOR_CLASSES = saved[1]
 
     return compile_
 
