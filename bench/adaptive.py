@@ -40,13 +40,15 @@ Writes `real_elimination` into bench/results/adaptive.json and docs/img/adaptive
 
 `--real --real-benchmark whoisspy` measures the same on real Who is Spy games (the game engine, its
 prompts and rules, the graded heuristic bots' moves; no Snakemake): 8 graded bots by default, one
-6-seat table a round, each table a game of the baseline variant whose spy, words and seating come
-from the benchmark's own rule (`seated_games`: the member owed the most spy games), for the
-adaptive and the fixed runs alike; a game is a team event (the spy against the civilians), rated
+6-seat table a round, each table a game of the baseline variant seated by the benchmark's own rule
+(`seated_games`: words and seating from the seed); the adaptive runs choose the table and its spy
+together, as the round ledger does (`decide_round` with the spy counts: `one_against_rest_round`),
+the fixed runs take `fixed_round` and the member owed the most spy games; both share the round
+bookkeeping (`run_rounds`) with the Elimination runs; a game is a team event (the spy against the civilians), rated
 online by `update_standings` and, for accuracy, by a multi-pass rating every `--real-every` games
 (trueskill's own update for team games, so not every game as above).
 
-    nice -n 19 .venv/bin/python bench/adaptive.py --real --real-benchmark whoisspy [--bots 8] [--real-games 200] [--real-every 2]
+    nice -n 19 .venv/bin/python bench/adaptive.py --real --real-benchmark whoisspy [--bots 8] [--real-games 200] [--real-every 4] [--real-seeds 16]
 
 Writes `real_whoisspy` into bench/results/adaptive.json and docs/img/adaptive_real_whoisspy_accuracy.png.
 """
@@ -82,7 +84,7 @@ from pipeline.core.rating.adaptive import (
     next_round,
     update_standings,
 )
-from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
+from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams, TeamMatch
 from pipeline.core.rating.fast import compile_events, rate_rows
 from pipeline.core.rating.multipass import pass_orders, rating_summary
 
@@ -305,36 +307,96 @@ def play_real_table(
     return FreeForAll({game.name_of[seat_of[pid]]: rank for pid, rank in game.final_ranks().items()})
 
 
-def run_real(kind: str, field: RealField, games: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
-    """`games` real games, one table a round; the events and the game count after each round."""
-    from pipeline.core.rating.adaptive import Budget, decide_round
+# plays one round's tables (the round's index is the round's own), returns their rating events
+PlayRound = Callable[[Round], list[RatingEvent]]
 
-    schedule = AdaptiveSchedule(seats=REAL_SEATS, tables_per_round=1)
+
+def run_rounds(
+    kind: str,
+    field: RealField,
+    games: int,
+    seed: int,
+    seats: int,
+    play_round: PlayRound,
+    *,
+    lone: bool = False,
+    stops: dict[int, int] | None = None,
+) -> tuple[list[RatingEvent], list[int]]:
+    """`games` rounds of one table, the round bookkeeping of every real bench (standings, meetings,
+    game counts); the events and the game count after each round. The tables come from
+    `decide_round` (adaptive: the round ledger's own step) or `fixed_round` (fixed); `play_round`
+    plays them. `lone`: the tables are one against the rest and the schedule chooses the lone seat
+    too (`decide_round`'s `lone`, counted from the team events' single-player side). `stops`: where
+    given, the adaptive run goes on past the ledger's stop with the schedule's own next round (so
+    both compare at equal games), and it gets, per seed, the game count at which the ledger would
+    have stopped; without it a stopped round plays no table (the Elimination bench as measured)."""
+    from pipeline.core.rating.adaptive import Budget, decide_round
+    from pipeline.core.rating.one_against_rest import one_against_rest_round
+
+    schedule = AdaptiveSchedule(seats=seats, tables_per_round=1)
     standings = {name: new_standing(field.rating) for name in field.names}
     counts = dict.fromkeys(field.names, 0)
+    alone = dict.fromkeys(field.names, 0)
     met: dict[tuple[str, str], int] = {}
-    seen: dict[tuple[str, ...], int] = {}
     events: list[RatingEvent] = []
     after: list[int] = []
     for r in range(1, games + 1):
         if kind == "adaptive":
-            _, round_ = decide_round(
-                standings, schedule, field.rating, seed, r, met, budget=Budget(), games=len(events), rounds=r - 1
+            stop, round_ = decide_round(
+                standings,
+                schedule,
+                field.rating,
+                seed,
+                r,
+                met,
+                budget=Budget(),
+                games=len(events),
+                rounds=r - 1,
+                lone=alone if lone else None,
             )
+            if stop is not None and stops is not None:
+                # the ledger would stop here (every pair of neighbours separated); the comparison is at
+                # equal game counts, so the run goes on with the schedule's own next round
+                stops.setdefault(seed, len(events))
+                round_ = (
+                    one_against_rest_round(standings, schedule, seed, r, alone)
+                    if lone
+                    else next_round(standings, schedule, field.rating, seed, r, met)
+                )
         else:
             round_ = fixed_round(counts, schedule, seed, r)
-        played = []
-        for table in round_.tables:
-            key = tuple(sorted(table))
-            played.append(play_real_table(field, table, seen.get(key, 0), seed, r))
-            seen[key] = seen.get(key, 0) + 1
+        played = play_round(round_)
         standings = update_standings(standings, played, field.rating)
         met = meetings(played, met)
         for name in round_.players:
             counts[name] += 1
+        for event in played:
+            if isinstance(event, TeamMatch) and len(event.a) == 1:
+                alone[event.a[0]] += 1
         events.extend(played)
         after.append(len(events))
     return events, after
+
+
+def elimination_rounds(field: RealField, seed: int) -> PlayRound:
+    """Plays a round's tables as real Elimination Games (`play_real_table`); a table played before
+    is its next replicate."""
+    seen: dict[tuple[str, ...], int] = {}
+
+    def play_round(round_: Round) -> list[RatingEvent]:
+        played: list[RatingEvent] = []
+        for table in round_.tables:
+            key = tuple(sorted(table))
+            played.append(play_real_table(field, table, seen.get(key, 0), seed, round_.index))
+            seen[key] = seen.get(key, 0) + 1
+        return played
+
+    return play_round
+
+
+def run_real(kind: str, field: RealField, games: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
+    """`games` real Elimination Games, one table a round (`run_rounds`)."""
+    return run_rounds(kind, field, games, seed, REAL_SEATS, elimination_rounds(field, seed))
 
 
 def real_tau_curve(
@@ -506,48 +568,35 @@ def play_spy_game(field: RealField, params: Any, game: Any) -> RatingEvent:
     return event
 
 
+def spy_rounds(field: RealField, seed: int, chosen_spy: bool) -> PlayRound:
+    """Plays a round's tables as real Who is Spy games, seated by the benchmark's `seated_games`
+    over the run's earlier games: the spy the schedule chose (the table's first seat) when
+    `chosen_spy`, else the member owed the most spy games (the fixed runs)."""
+    from pipeline.whoisspy.schedule import seated_games
+
+    # the bench seed is the params' seed too: it is part of every game id, so seeds play other games
+    params = field.params.model_copy(update={"seed": seed})
+    earlier: list[Any] = []
+
+    def play_round(round_: Round) -> list[RatingEvent]:
+        spies = [table[0] for table in round_.tables] if chosen_spy else None
+        chosen = seated_games(round_.tables, earlier, params, field.models, seed, round_.index, spies=spies)
+        earlier.extend(chosen)
+        return [play_spy_game(field, params, game) for game in chosen]
+
+    return play_round
+
+
 def run_spy(
     kind: str, field: RealField, games: int, seed: int, stops: dict[int, int] | None = None
 ) -> tuple[list[RatingEvent], list[int]]:
-    """`games` real Who is Spy games, one table a round; the events and the game count after each round.
-    The tables come from `decide_round` (adaptive) or `fixed_round` (fixed); for both, the spy, words
-    and seating from the benchmark's `seated_games` over the run's earlier games. `stops` gets, per
-    seed, the game count at which `decide_round` would have stopped the adaptive run."""
-    from pipeline.core.rating.adaptive import Budget, decide_round
-    from pipeline.whoisspy.schedule import seated_games
-
-    schedule = AdaptiveSchedule(seats=SPY_SEATS, tables_per_round=1)
-    # the bench seed is the params' seed too: it is part of every game id, so seeds play other games
-    params = field.params.model_copy(update={"seed": seed})
-    standings = {name: new_standing(field.rating) for name in field.names}
-    counts = dict.fromkeys(field.names, 0)
-    met: dict[tuple[str, str], int] = {}
-    earlier: list[Any] = []
-    events: list[RatingEvent] = []
-    after: list[int] = []
-    for r in range(1, games + 1):
-        if kind == "adaptive":
-            stop, round_ = decide_round(
-                standings, schedule, field.rating, seed, r, met, budget=Budget(), games=len(events), rounds=r - 1
-            )
-            if stop is not None:
-                # the ledger would stop here (every pair of neighbours separated); the comparison is at
-                # equal game counts, so the run goes on with the schedule's own next round
-                if stops is not None:
-                    stops.setdefault(seed, len(events))
-                round_ = next_round(standings, schedule, field.rating, seed, r, met)
-        else:
-            round_ = fixed_round(counts, schedule, seed, r)
-        chosen = seated_games(round_.tables, earlier, params, field.models, seed, r)
-        played = [play_spy_game(field, params, game) for game in chosen]
-        earlier.extend(chosen)
-        standings = update_standings(standings, played, field.rating)
-        met = meetings(played, met)
-        for name in round_.players:
-            counts[name] += 1
-        events.extend(played)
-        after.append(len(events))
-    return events, after
+    """`games` real Who is Spy games, one table a round (`run_rounds`): the adaptive runs choose the
+    table and its spy together (`one_against_rest_round`, as the ledger does), the fixed runs take
+    `fixed_round` and the spy owed the most spy games. `stops` gets, per seed, the game count at
+    which `decide_round` would have stopped the adaptive run."""
+    adaptive = kind == "adaptive"
+    play_round = spy_rounds(field, seed, chosen_spy=adaptive)
+    return run_rounds(kind, field, games, seed, SPY_SEATS, play_round, lone=adaptive, stops=stops)
 
 
 def spy_tau_curve(
@@ -599,12 +648,14 @@ def plot_real(section: dict[str, Any]) -> list[Path]:
 
 
 REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games"}
-# per benchmark: graded bots, games per run, games between accuracy checkpoints. Who is Spy's team
-# games are rated by trueskill's own update (not the compiled engine), so its checkpoints are sparser;
-# its single bit a game (did the spy win) needs more games than Elimination's 8 places.
+# per benchmark: graded bots, games per run, games between accuracy checkpoints, seeds. Who is Spy's
+# team games are rated by trueskill's own update (not the compiled engine), so its checkpoints are
+# sparser; its single bit a game (did the spy win) needs more games than Elimination's 8 places, and
+# its seed-mean curve is noisy enough near tau 0.9 that 4 seeds put the first crossing anywhere from
+# 100 to 190 games (docs/adaptive.md): 16 seeds.
 REAL_DEFAULTS: dict[str, dict[str, int]] = {
-    "elimination": {"bots": 10, "games": 120, "every": 1},
-    "whoisspy": {"bots": 8, "games": 200, "every": 2},
+    "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 4},
+    "whoisspy": {"bots": 8, "games": 200, "every": 4, "seeds": 16},
 }
 
 
@@ -687,13 +738,13 @@ def main() -> int:
         help="--real: the benchmark whose real games are played (default elimination; naming one implies --real)",
     )
     parser.add_argument("--bots", type=int, default=None, help="--real: graded bots in the field (10; whoisspy 8)")
-    parser.add_argument("--real-seeds", type=int, default=4, help="--real: seeds per schedule")
+    parser.add_argument("--real-seeds", type=int, default=None, help="--real: seeds per schedule (4; whoisspy 16)")
     parser.add_argument("--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200)")
     parser.add_argument(
         "--real-every",
         type=int,
         default=None,
-        help="--real: games between accuracy checkpoints (1; whoisspy 2: its team games are rated game by game)",
+        help="--real: games between accuracy checkpoints (1; whoisspy 4: its team games are rated game by game)",
     )
     parser.add_argument("--real-target-tau", type=float, default=0.9, help="--real: the accuracy compared")
     parser.add_argument(
@@ -712,8 +763,14 @@ def main() -> int:
         args.bots = defaults["bots"] if args.bots is None else args.bots
         args.real_games = defaults["games"] if args.real_games is None else args.real_games
         every = defaults["every"] if args.real_every is None else args.real_every
-        if args.bots < (SPY_SEATS if benchmark == "whoisspy" else REAL_SEATS) or args.real_games < 1 or every < 1:
-            parser.error("--bots must fill a table (8 seats; whoisspy 6), --real-games and --real-every be positive")
+        args.real_seeds = defaults["seeds"] if args.real_seeds is None else args.real_seeds
+        if (
+            args.bots < (SPY_SEATS if benchmark == "whoisspy" else REAL_SEATS)
+            or min(args.real_games, every, args.real_seeds) < 1
+        ):
+            parser.error(
+                "--bots must fill a table (8 seats; whoisspy 6); --real-games, --real-every, --real-seeds be positive"
+            )
         load_before = load_average()
         if benchmark == "whoisspy":
             field = spy_field(args.bots, *args.skills)
@@ -780,8 +837,16 @@ def main() -> int:
         }
         for c in configs
     ]
+    import json
+
+    from _common import RESULTS
+
+    # the real sections (`--real`) are measured apart: a synthetic run keeps them as they are
+    path = RESULTS / "adaptive.json"
+    kept = {k: v for k, v in json.loads(path.read_text()).items() if k.startswith("real_")} if path.exists() else {}
     write_result(
         "adaptive",
+        **kept,
         metric=f"games to reach Kendall tau {args.target_tau:g} to the true order (seed mean), adaptive schedule, "
         "summed over the configurations where both schedules reach it",
         value=round(adaptive_total, 1),

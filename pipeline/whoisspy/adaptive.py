@@ -3,8 +3,11 @@
 - `setup`: `schedule.adaptive` of params/whoisspy.yaml, the pool `players`, the seats
   (`rules.seats`), the rating's TrueSkill settings, and tables scored one against the rest (the
   plan's simulation: a spy against the civilians);
+- `lone`: a game's spy. Declaring it makes the ledger choose each table and its spy together
+  (pipeline.core.rating.one_against_rest: the seats by balance then open rank, the spy among the
+  members owed the most spy games by open rank), each table with its spy first;
 - `games`: a round's tables become games of `rank_variant` as the rules schedule them
-  (`schedule.seated_games`: the spy, the words and the seating chosen from the ledger);
+  (`schedule.seated_games`: that spy, and the words and the seating drawn from the ledger's seed);
 - `events`: a finished game is a team game, the spy's model against the team of the distinct
   civilian models, won by the side the record names (`rating.matchup: teams`, the spec; the ledger
   keeps one event per game whatever the matchup);
@@ -37,6 +40,9 @@ def setup(params_path: Path, models_path: Path) -> AdaptiveSetup:
         seats=params.rules.seats,
         rating=params.rating.rating_params(),
         shape="one_against_rest",
+        # the rule that chooses the tables and the spy: in the digest, so rounds chosen before it
+        # (by pair weights, the spy by the owed rule alone) are told apart
+        decides={"tables": "one_against_rest"},
     )
 
 
@@ -52,7 +58,13 @@ def games(request: RoundRequest) -> list[RoundGame]:
         load_models(request.models),
         request.setup.settings.seed,
         request.index,
+        spies=[table[0] for table in request.tables],  # the ledger's choice: the spy first (`spy`)
     )
+
+
+def spy(game: RoundGame) -> str:
+    """The model a round's game seats as the spy (`AdaptiveSpec.lone`)."""
+    return game.seats[int(game.fields["spy_seat"])]
 
 
 def team_event(record: dict[str, object]) -> RatingEvent | None:
@@ -89,4 +101,5 @@ SPEC = AdaptiveSpec(
     play_rule="whoisspy_play",
     finished=(f"{GAMES}/{{game_id}}.json",),
     calls=f"{GAMES}/{{game_id}}.calls.parquet",
+    lone=spy,
 )

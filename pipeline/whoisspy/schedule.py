@@ -11,10 +11,12 @@ budgets that apply here (`whoisspy.<kind>` or `<kind>`).
 
 With `schedule.adaptive.enabled`, the schedule is the games of the adaptive rounds instead
 (`results/whoisspy/rounds/round-NNN.json`, written by the run's round ledger,
-pipeline.core.run.rounds), each a game of `rank_variant` (`seated_games`): the spy is the table
-member owed the most spy games (its games minus six times its spy games, over the earlier rounds:
-`spy_owed`), ties broken by a draw seeded from the adaptive seed, the round and the members, which also
-draws the word pair and the seating; its replicate counts the earlier games of the very same seats,
+pipeline.core.run.rounds), each a game of `rank_variant` (`seated_games`): the spy is the one the
+ledger chose with the table (pipeline.core.rating.one_against_rest: among the members owed the most
+spy games, the one whose rank is least certain); without one, the table member owed the most spy
+games (its games minus six times its spy games, over the earlier rounds: `spy_owed`), ties broken by
+a draw seeded from the adaptive seed, the round and the members, which also draws the word pair and
+the seating either way; its replicate counts the earlier games of the very same seats,
 spy and words, so its id is a content id of the same form (`make_spec`) and a game already played is
 never played again (`adaptive_games`). The fixed games are then not played.
 """
@@ -180,13 +182,19 @@ def table_game(
     models: ModelsParams,
     seed: int,
     round_index: int,
+    spy: str | None = None,
 ) -> GameSpec:
     """One adaptive table as a game of `rank_variant` (see the module docstring); `owed` and `seen`
-    (the replicates) count the games before it and are updated with it."""
+    (the replicates) count the games before it and are updated with it. `spy`: the member the ledger
+    chose as the spy (None: the member owed the most spy games)."""
     members = sorted(table)
     rng = random.Random(seed_from("whoisspy-adaptive-table", seed, round_index, members))
+    # drawn whoever chooses the spy, so the words and the seating come from the same draws either way
     tiebreak = {name: rng.random() for name in members}
-    spy = max(members, key=lambda name: (owed.get(name, 0), tiebreak[name]))
+    if spy is None:
+        spy = max(members, key=lambda name: (owed.get(name, 0), tiebreak[name]))
+    elif spy not in members:
+        raise ValueError(f"the spy {spy!r} does not sit at the table {members}")
     pair = WORD_PAIRS[rng.randrange(len(WORD_PAIRS))]
     civilian_word, spy_word = (pair.first, pair.second) if rng.random() < 0.5 else (pair.second, pair.first)
     seating = list(members)
@@ -250,16 +258,23 @@ def seated_games(
     models: ModelsParams,
     seed: int,
     round_index: int,
+    spies: Sequence[str | None] | None = None,
 ) -> list[RoundGame]:
     """One game per table of an adaptive round (`table_game`), counting the earlier rounds' games
-    and this round's tables before it."""
+    and this round's tables before it. `spies`: per table the spy chosen by the ledger (None, or a
+    None for a table: the member owed the most spy games)."""
     before = list(earlier)
     owed = spy_owed(before, params.rules.seats)
     seen: Counter[tuple[Any, ...]] = Counter(
         (g.seats, int(g.fields["spy_seat"]), g.fields["civilian_word"], g.fields["spy_word"], g.fields.get("focal"))
         for g in before
     )
-    return [round_game(table_game(t, owed, seen, params, models, seed, round_index)) for t in tables]
+    chosen = list(spies) if spies is not None else [None] * len(tables)
+    if len(chosen) != len(tables):
+        raise ValueError(f"{len(chosen)} spies for {len(tables)} tables")
+    return [
+        round_game(table_game(t, owed, seen, params, models, seed, round_index, spy)) for t, spy in zip(tables, chosen)
+    ]
 
 
 def adaptive_games(

@@ -22,6 +22,8 @@ from pipeline.core.models.roster import RosterEntry
 from pipeline.core.rating.adaptive import (
     AdaptiveSchedule,
     Budget,
+    Standing,
+    decide_round,
     meetings,
     new_standing,
     opponent_rates,
@@ -29,7 +31,16 @@ from pipeline.core.rating.adaptive import (
     update_standings,
 )
 from pipeline.core.rating.events import FreeForAll, RatingParams, TeamMatch
-from pipeline.core.run.rounds import AdaptiveSetup, RoundGame, RoundRecord, ledger_state, restrict
+from pipeline.core.rating.one_against_rest import one_against_rest_round, rank_uncertainty
+from pipeline.core.run.rounds import (
+    AdaptiveSetup,
+    RoundGame,
+    RoundRecord,
+    RoundRequest,
+    ledger_state,
+    lone_counts,
+    restrict,
+)
 from pipeline.whoisspy import adaptive
 from pipeline.whoisspy.bots import _heuristic_policy, heuristic_bot, table_words
 from pipeline.whoisspy.config import ReplyParams, RulesParams, WhoIsSpyParams
@@ -338,6 +349,125 @@ def test_a_finished_game_is_a_team_event_the_ledger_rates(tmp_path: Path) -> Non
     moved = {name for name, s in state.standings.items() if s.games}
     assert moved == set(game.seats) and state.read == (game.id,)
     assert state.met[tuple(sorted(game.seats[:2]))] == 1  # the whole table met
+    # the ledger counts the spy games the standings hold, for the next round's choice of the spy
+    alone = lone_counts(adaptive.SPEC, [record_1], state.read, NAMES)
+    assert alone == {name: int(name == spy_of(game)) for name in NAMES}
+    assert lone_counts(adaptive.SPEC, [record_1], (), NAMES) == dict.fromkeys(NAMES, 0)  # unread: not counted
+
+
+def standing(mu: float, games: int = 0, sigma: float = 2.0, idle: int = 0) -> Standing:
+    return Standing(mu, sigma, games, idle)
+
+
+def test_the_table_and_its_spy_are_chosen_together() -> None:
+    schedule = AdaptiveSchedule(seats=6, tables_per_round=1)
+    # bot-0 .. bot-7 spread out by mu, but bot-3 and bot-4 sit close: their ranks are the open ones
+    mus = {"bot-0": 30.0, "bot-1": 24.0, "bot-2": 18.0, "bot-3": 12.5, "bot-4": 12.0, "bot-5": 6.0}
+    mus |= {"bot-6": 0.0, "bot-7": -6.0}
+    standings = {name: standing(mu, games=12) for name, mu in mus.items()}
+    standings["bot-0"] = standing(30.0, games=13)  # one game ahead: sits out
+    standings["bot-7"] = standing(-6.0, games=13)
+    open_ = rank_uncertainty(standings)
+    assert set(sorted(open_, key=open_.__getitem__)[-2:]) == {"bot-3", "bot-4"} and open_["bot-3"] > open_["bot-4"]
+    lone = dict.fromkeys(mus, 2)
+    (table,) = one_against_rest_round(standings, schedule, 0, 5, lone).tables
+    # the six with the fewest games; the spy first (an open rank), the civilians in name order
+    assert sorted(table) == [f"bot-{k}" for k in range(1, 7)] and table[0] == "bot-3"
+    assert list(table[1:]) == sorted(table[1:])
+    again = one_against_rest_round(dict(reversed(standings.items())), schedule, 0, 5, dict(lone))
+    assert again.tables == (table,)  # the inputs decide, not their order
+    # balance first: a member two spy games ahead is not the spy, however open its rank
+    ahead = {**lone, "bot-3": 4, "bot-4": 4}
+    (table,) = one_against_rest_round(standings, schedule, 0, 5, ahead).tables
+    assert table[0] not in ("bot-3", "bot-4") and {"bot-3", "bot-4"} <= set(table)
+    # one game behind is within the balance: the open rank still wins over a member owed one more
+    behind = {**lone, "bot-1": 1}
+    assert one_against_rest_round(standings, schedule, 0, 5, behind).tables[0][0] == "bot-3"
+    # an overdue member (idle for max_idle_rounds) is seated whatever its games
+    idle = {**standings, "bot-0": standing(30.0, games=13, idle=3)}
+    assert "bot-0" in one_against_rest_round(idle, schedule, 0, 5, lone).tables[0]
+
+
+def test_the_ledger_s_step_places_newcomers_and_keeps_the_spies_balanced() -> None:
+    """120 rounds of 8 bots at one table, the spy winning at random: every bot plays within one game
+    of the others and is the spy within two of its fair share (games / 6); the same inputs give the
+    same rounds."""
+    schedule = AdaptiveSchedule(seats=6, tables_per_round=1)
+
+    def tournament(seed: int) -> list[tuple[str, ...]]:
+        standings = {name: new_standing(RATING) for name in NAMES}
+        lone = dict.fromkeys(NAMES, 0)
+        tables: list[tuple[str, ...]] = []
+        rng = random.Random(seed)
+        for index in range(1, 121):
+            stop, round_ = decide_round(
+                standings,
+                schedule,
+                RATING,
+                seed,
+                index,
+                None,
+                budget=Budget(),
+                games=index - 1,
+                rounds=index - 1,
+                lone=lone,
+            )
+            if stop is not None:
+                break
+            (table,) = round_.tables
+            tables.append(table)
+            lone[table[0]] += 1
+            event = TeamMatch(table[:1], table[1:], "a" if rng.random() < 0.45 else "b")
+            standings = update_standings(standings, [event], RATING)
+        return tables
+
+    tables = tournament(0)
+    played = Counter(name for table in tables for name in table)
+    spied = Counter(table[0] for table in tables)
+    assert max(played.values()) - min(played.values()) <= 1, played
+    assert all(abs(spied[name] - played[name] / 6) <= 2 for name in NAMES), (spied, played)
+    assert tournament(0) == tables and tournament(1) != tables
+    # a newcomer (no game) joining that field is seated in the very next round
+    standings = {name: Standing(25.0, 3.0, 90, 0) for name in NAMES}
+    standings["bot-new"] = new_standing(RATING)
+    stop, round_ = decide_round(
+        standings, schedule, RATING, 0, 121, None, budget=Budget(), games=120, rounds=120, lone=dict.fromkeys(NAMES, 15)
+    )
+    assert stop is None and "bot-new" in round_.tables[0]
+
+
+def test_the_ledger_s_spy_is_the_game_s_spy(tmp_path: Path) -> None:
+    params = adaptive_params(NAMES)
+    models = models_params(BOTS)
+    table = tuple(NAMES[:6])
+    owed = seated_games([table], [], params, models, 0, 1)[0]
+    for chosen in table:
+        game = seated_games([(chosen, *(n for n in table if n != chosen))], [], params, models, 0, 1, spies=[chosen])[0]
+        assert spy_of(game) == chosen and adaptive.spy(game) == chosen
+        # the words come from the same draws whoever the spy is; the owed rule's spy: its very game
+        assert (game.fields["civilian_word"], game.fields["spy_word"]) == (
+            owed.fields["civilian_word"],
+            owed.fields["spy_word"],
+        )
+        if chosen == spy_of(owed):
+            assert game == owed
+    with pytest.raises(ValueError, match="does not sit at the table"):
+        seated_games([table], [], params, models, 0, 1, spies=["bot-7"])
+    with pytest.raises(ValueError, match="1 spies for 2 tables"):
+        seated_games([table, table], [], params, models, 0, 1, spies=["bot-0"])
+    # the declaration seats the spy the ledger chose (the table's first) and says so in its digest
+    (tmp_path / "whoisspy.yaml").write_text(
+        yaml.safe_dump(
+            {"players": NAMES, "fill": NAMES[:1], "variants": ["baseline"], "schedule": params.schedule.model_dump()}
+        )
+    )
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump({"roster": BOTS}))
+    setup = adaptive.setup(tmp_path / "whoisspy.yaml", tmp_path / "models.yaml")
+    assert setup.decides == {"tables": "one_against_rest"} and adaptive.SPEC.lone is adaptive.spy
+    tables = ((NAMES[3], *NAMES[:3], *NAMES[4:6]),)
+    request = RoundRequest(tmp_path / "whoisspy.yaml", tmp_path / "models.yaml", setup, 1, tables, ())
+    (game,) = adaptive.games(request)
+    assert spy_of(game) == NAMES[3] and sorted(game.seats) == sorted(NAMES[:6])
 
 
 def test_team_events_are_restricted_to_the_pool_and_rated_by_trueskill() -> None:

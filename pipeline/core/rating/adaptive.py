@@ -519,6 +519,7 @@ def decide_round(
     games: int,
     rounds: int,
     spent_usd: float = 0.0,
+    lone: Mapping[str, int] | None = None,
 ) -> tuple[RoundStop | None, Round]:
     """One step of a tournament: (why it stops, no tables) or (None, the next round's tables).
 
@@ -527,7 +528,9 @@ def decide_round(
     and fills open seats with them before the others; a new model joining a settled field so gets
     its placement games in the very next round. A budget spent stops first; then the separation
     rule, which never holds while a model is unplaced (its prior sigma overlaps everyone). A round
-    never chooses more games than `budget.max_games` has left."""
+    never chooses more games than `budget.max_games` has left. `lone`: for one-against-rest tables
+    (a spy against the civilians), the lone games per model so far; the tables and their lone seat
+    (first) then come from `one_against_rest_round` instead of `next_round`."""
     stop = budget_stop(budget, games, rounds, spent_usd)
     if stop is not None:
         return stop, Round(round_index, ())
@@ -544,6 +547,10 @@ def decide_round(
     if budget.max_games is not None:
         tables = min(tables, budget.max_games - games)
     step = replace(schedule, tables_per_round=tables)
+    if lone is not None:
+        from pipeline.core.rating.one_against_rest import one_against_rest_round  # it imports this module
+
+        return None, one_against_rest_round(marked, step, seed, round_index, lone)
     return None, next_round(marked, step, params, seed, round_index, met)
 
 
@@ -560,12 +567,17 @@ class Outlook:
 
 
 def _simulated_event(
-    table: Sequence[str], performance: Mapping[str, float], shape: TableShape, rng: np.random.Generator
+    table: Sequence[str],
+    performance: Mapping[str, float],
+    shape: TableShape,
+    rng: np.random.Generator,
+    lone_first: bool = False,
 ) -> RatingEvent:
     if shape == "one_against_rest":
         # TrueSkill's team model: a team performs the sum of its players' performances. The lone
-        # seat is drawn uniformly (a benchmark's own rule, e.g. balancing spy games, is not simulated).
-        lone = table[int(rng.integers(len(table)))]
+        # seat is the table's first where the schedule chose it (`one_against_rest_round`), else
+        # drawn uniformly (a benchmark's own rule, e.g. balancing spy games, is not simulated).
+        lone = table[0] if lone_first else table[int(rng.integers(len(table)))]
         rest = tuple(name for name in table if name != lone)
         won = performance[lone] > sum(performance[name] for name in rest)
         return TeamMatch((lone,), rest, "a" if won else "b")
@@ -594,6 +606,7 @@ def simulate_outlook(
     quantile: float = 0.9,
     shape: TableShape = "ranked",
     events_per_table: int = 1,
+    lone: Mapping[str, int] | None = None,
 ) -> Outlook:
     """How many more games the tournament plays before `decide_round` stops it, by simulation.
 
@@ -608,8 +621,9 @@ def simulate_outlook(
     team model (the team performs the sum of its players), so a lone seat against five equals
     almost never wins, the standings barely move and the outlook runs towards the budgets (the
     model's own forecast, and the costlier side). `events_per_table`: rating events a table yields
-    (1; SKATE's table is compared once per question of its round). Seeded from the inputs, so the
-    same standings give the same outlook."""
+    (1; SKATE's table is compared once per question of its round). `lone`: the lone games per model
+    so far where the schedule chooses the lone seat too (`decide_round`'s `lone`; the pending tables
+    then have theirs first). Seeded from the inputs, so the same standings give the same outlook."""
     totals: list[int] = []
     stops: dict[str, int] = {}
     names = sorted(standings)
@@ -619,6 +633,7 @@ def simulate_outlook(
         skill = dict(zip(names, rng.normal(mu, sigma)))
         current = dict(standings)
         together = dict(met or {})
+        alone = None if lone is None else dict(lone)
         played_games, played_rounds, spent, extra = games, rounds, spent_usd, 0
         index = next_index
         tables: Sequence[Sequence[str]] = pending
@@ -631,11 +646,18 @@ def simulate_outlook(
                 # question), each with its own performance draws
                 events = [
                     _simulated_event(
-                        table, {name: skill[name] + rng.normal(0.0, params.beta) for name in table}, shape, rng
+                        table,
+                        {name: skill[name] + rng.normal(0.0, params.beta) for name in table},
+                        shape,
+                        rng,
+                        alone is not None,
                     )
                     for table in tables
                     for _ in range(events_per_table)
                 ]
+                if alone is not None:
+                    for table in tables:
+                        alone[table[0]] = alone.get(table[0], 0) + events_per_table
                 current = update_standings(current, events, params)
                 together = meetings(events, together)
                 extra += len(tables)
@@ -651,6 +673,7 @@ def simulate_outlook(
                 games=played_games + extra,
                 rounds=played_rounds,
                 spent_usd=spent,
+                lone=alone,
             )
             if stop is not None or not chosen.tables:
                 break

@@ -30,6 +30,7 @@ from pipeline.core.run.rounds import (
     is_finished,
     ledger_state,
     load_setup,
+    lone_counts,
     next_record,
     part_finished,
     read_rounds,
@@ -198,6 +199,10 @@ def outlook(
     cost = price_per_game(
         bench, priced, models, root=root, models_path=models_file, params_dir=params_dir, preview=preview
     )
+    lone = lone_counts(spec, records, state.read, setup.pool)
+    pending = [g.seats for g in unfinished]
+    if spec.lone is not None:  # the lone seat first, as the ledger chose the table
+        pending = [(spec.lone(g), *(p for p in g.seats if p != spec.lone(g))) for g in unfinished]
     found = simulate_outlook(
         state.standings,
         setup.settings.schedule(setup.seats),
@@ -209,12 +214,13 @@ def outlook(
         games=state.stretch_games - len(unfinished),
         rounds=state.stretch_rounds - (1 if unfinished else 0),
         spent_usd=state.stretch_spent_usd,
-        pending=[g.seats for g in unfinished],
+        pending=pending,
         cost_per_game=cost,
         simulations=simulations,
         quantile=quantile,
         shape=setup.shape,
         events_per_table=setup.events_per_game,
+        lone=lone,
     )
     return AdaptiveOutlook(
         **base,

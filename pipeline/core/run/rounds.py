@@ -147,7 +147,13 @@ class AdaptiveSpec:
     `parts(game)`: for a game played as several jobs (Xent: a table is one play job per seat, and a
     seat's play may serve a later table too), the ids that stand for `{game_id}` in `finished` and
     `calls` and for `job_wildcard` in the plan; the game is finished when every part is, and a part
-    shared by games is paid once, by the first. None: the game is its own one part."""
+    shared by games is paid once, by the first. None: the game is its own one part.
+
+    `lone(game)`: for a benchmark whose game is one seat against the rest (Who is Spy: the spy
+    against the civilians), the player of a game who played alone. Given, the ledger chooses the
+    tables and the lone seat of each together (`decide_round`'s `lone`,
+    pipeline.core.rating.one_against_rest): every table of a round comes to `games` with its lone
+    player first. None: the tables come from the pair weights (`next_round`)."""
 
     setup: Callable[[Path, Path], AdaptiveSetup]
     games: Callable[[RoundRequest], list[RoundGame]]
@@ -158,6 +164,7 @@ class AdaptiveSpec:
     calls: str | None = "games/{game_id}/calls.parquet"
     job_wildcard: str = "game_id"
     parts: Callable[[RoundGame], Sequence[str]] | None = None
+    lone: Callable[[RoundGame], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -344,6 +351,22 @@ class LedgerState:
             "rounds": self.stretch_rounds,
             "spent_usd": round(self.stretch_spent_usd, 9),
         }
+
+
+def lone_counts(
+    spec: AdaptiveSpec, records: Sequence[RoundRecord], read: Sequence[str], pool: Sequence[str]
+) -> dict[str, int] | None:
+    """Per pool player, the games of the rounds it played alone (`AdaptiveSpec.lone`), counted over
+    the games the standings hold (`read`), as their game counts are; None without `lone`."""
+    if spec.lone is None:
+        return None
+    held = set(read)
+    counts = dict.fromkeys(sorted(pool), 0)
+    for game in {g.id: g for g in round_games(records) if g.id in held}.values():
+        player = spec.lone(game)
+        if player in counts:
+            counts[player] += 1
+    return counts
 
 
 def stretch_start(records: Sequence[RoundRecord], pool: Sequence[str]) -> int:
@@ -541,6 +564,7 @@ def next_record(
         games=state.stretch_games,
         rounds=state.stretch_rounds,
         spent_usd=state.stretch_spent_usd,
+        lone=lone_counts(spec, records, state.read, setup.pool),
     )
     if stop is None and not chosen.tables:
         raise ParamsError(
@@ -641,6 +665,7 @@ __all__ = [
     "game_parts",
     "is_finished",
     "ledger_state",
+    "lone_counts",
     "load_setup",
     "next_record",
     "read_rounds",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from pipeline.core.rating.adaptive import (
     simulate_outlook,
     update_standings,
 )
-from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams
+from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams, TeamMatch
 from pipeline.core.rating.settings import AdaptiveSettings
 from pipeline.core.run.registry import Benchmark, RegistryError
 from pipeline.core.run.rounds import (
@@ -341,3 +342,85 @@ def test_a_game_may_yield_several_events_rated_in_order() -> None:
     many = simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, events_per_table=8, **kwargs)
     assert many != one  # each simulated table is compared 8 times: other standings, other stops
     assert many == simulate_outlook(start, schedule, RATING, 0, 1, None, simulations=4, events_per_table=8, **kwargs)
+
+
+# a one-against-rest benchmark: three seats, the first alone against the other two (a spy against
+# civilians), the ledger choosing the table and the lone seat together (`AdaptiveSpec.lone`)
+TRIO = "trio"
+
+
+def _trio_setup(params: Path, _models: Path) -> AdaptiveSetup:
+    data = json.loads(params.read_text())
+    settings = AdaptiveSettings(**data["adaptive"])
+    return AdaptiveSetup(settings, tuple(data["pool"]), 3, RATING, shape="one_against_rest")
+
+
+def _trio_games(request: RoundRequest) -> list[RoundGame]:
+    # the round's index makes every game new (no replicates to count in this test)
+    return [
+        RoundGame(content_id([TRIO, request.index, table]), tuple(sorted(table)), {"lone": table[0]})
+        for table in request.tables
+    ]
+
+
+def _trio_events(results: Path, ids: Sequence[str]) -> dict[str, RatingEvent]:
+    found: dict[str, RatingEvent] = {}
+    for game_id in ids:
+        data = json.loads((results / "games" / game_id / "result.json").read_text())
+        found[game_id] = TeamMatch(tuple(data["a"]), tuple(data["b"]), data["outcome"])
+    return found
+
+
+TRIO_SPEC = AdaptiveSpec(
+    setup=_trio_setup,
+    games=_trio_games,
+    events=_trio_events,
+    play_target=f"{TRIO}_rounds",
+    play_rule=f"{TRIO}_play",
+    finished=("games/{game_id}/result.json",),
+    calls=None,
+    lone=lambda game: str(game.fields["lone"]),
+)
+TRIO_BENCH = Benchmark(name=TRIO, title="Trio", package="tests", outputs=("games", "rounds"), adaptive=TRIO_SPEC)
+
+
+def play_trio(root: Path) -> None:
+    """Every unfinished game: the lone seat wins when its skill beats the mean of the others'."""
+    for record in read_rounds(root / "results" / TRIO / "rounds"):
+        for game in record.games:
+            folder = root / "results" / TRIO / "games" / game.id
+            if folder.exists():
+                continue
+            lone = str(game.fields["lone"])
+            rest = [name for name in game.seats if name != lone]
+            won = SKILL[lone] > sum(SKILL[name] for name in rest) / len(rest)
+            folder.mkdir(parents=True)
+            (folder / "result.json").write_text(json.dumps({"a": [lone], "b": rest, "outcome": "a" if won else "b"}))
+
+
+def test_a_one_against_rest_ledger_chooses_the_lone_seat_with_the_table(tmp_path: Path) -> None:
+    pool = list(SKILL)[:6]
+    for root in (tmp_path / "first", tmp_path / "second"):
+        (root / "params").mkdir(parents=True)
+        settings = {"enabled": True, "tables_per_round": 2, "max_games": 24, "max_rounds": 40}
+        (root / "params" / f"{TRIO}.yaml").write_text(json.dumps({"pool": pool, "adaptive": settings}))
+        (root / "params" / "models.yaml").write_text("{}")
+        for _ in range(40):
+            step = advance(TRIO_BENCH, root)
+            assert step is not None
+            if step.state == "stopped":
+                break
+            play_trio(root)
+    records = read_rounds(tmp_path / "first" / "results" / TRIO / "rounds")
+    assert records[-1].stop == "max_games" and sum(len(r.games) for r in records) == 24
+    for record in records:
+        for table, game in zip(record.tables, record.games):
+            assert table[0] == game.fields["lone"] and list(table[1:]) == sorted(table[1:])
+    games = [game for record in records for game in record.games]
+    played = Counter(name for game in games for name in game.seats)
+    alone = Counter(str(game.fields["lone"]) for game in games)
+    assert set(played.values()) == {12}, played  # every model plays alike
+    assert all(abs(alone[name] - 4) <= 1 for name in pool), alone  # and is alone its fair share, within one
+    first = {p.name: p.read_bytes() for p in sorted((tmp_path / "first" / "results" / TRIO / "rounds").iterdir())}
+    second = {p.name: p.read_bytes() for p in sorted((tmp_path / "second" / "results" / TRIO / "rounds").iterdir())}
+    assert first == second  # the same results make the same choices
