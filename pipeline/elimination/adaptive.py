@@ -3,7 +3,7 @@
 - `setup`: `schedule.adaptive` of params/elimination.yaml, the pool `schedule.players`, the seats
   and the rating's TrueSkill settings;
 - `games`: a round's tables become games as the rules schedule them (`schedule.seated_games`);
-- `events`: a finished game's final ranks (its log's `final_results` record, as the game engine
+- `event`: a finished game's final ranks (its log's `final_results` record, as the game engine
   wrote it) become a free-for-all event between the models at the table (a model in several seats
   counts once, with its best rank, as the rating does);
 - a game is finished once its calls table exists (written after its log); that table's cost is
@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,22 +74,19 @@ def final_ranks(log: Path) -> dict[str, int] | None:
     return {model: place for place, model in enumerate(order, start=1)}
 
 
-def events(results: Path, game_ids: Sequence[str]) -> dict[str, RatingEvent]:
+def event(results: Path, game: RoundGame) -> RatingEvent | None:
+    """The game's final ranks as a free-for-all; None before its log has them."""
     from pipeline.core.rating.events import FreeForAll
 
-    found: dict[str, RatingEvent] = {}
-    for game_id in game_ids:
-        logs = sorted((results / GAMES / game_id).glob("game_*.jsonl"))
-        ranks = final_ranks(logs[-1]) if logs else None
-        if ranks is not None and len(ranks) >= 2:
-            found[game_id] = FreeForAll(ranks)
-    return found
+    logs = sorted((results / GAMES / game.id).glob("game_*.jsonl"))
+    ranks = final_ranks(logs[-1]) if logs else None
+    return FreeForAll(ranks) if ranks is not None and len(ranks) >= 2 else None
 
 
 SPEC = AdaptiveSpec(
     setup=setup,
     games=games,
-    events=events,
+    event=event,
     play_target="elimination_rounds",
     play_rule="elimination_play",
     finished=(f"{GAMES}/{{game_id}}/calls.parquet",),

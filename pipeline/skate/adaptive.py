@@ -12,17 +12,16 @@ up to `max_samples` calls), so that is what the schedule chooses.
   id the content id of its round job and its answer jobs;
 - `parts`: a table is played by its round's generate jobs and its seats' answer jobs, named as
   `generate/<id>` and `answers/<id>`; a part is finished once its calls table exists (the answer
-  job writes its p(correct) table last: `events` reads a table whose answers are all there), and the
+  job writes its p(correct) table last: `event` (`table_events`) reads a table whose answers are all there), and the
   dollars `max_cost_usd` counts are those calls tables, the round's setting charged to its first
   table (shared parts are paid once);
-- `events`: per question of the round, in game order, the pairwise comparison of every two answerers
+- `event` (`table_events`): per question of the round, in game order, the pairwise comparison of every two answerers
   of the table under the ranking's primary mode (`ranking.question_games`: the events the rating
   builds), read from the table's answer jobs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,24 +84,10 @@ def table_events(results: Path, game: RoundGame) -> tuple[RatingEvent, ...] | No
     return tuple(event for question in by_question for event in question.games)
 
 
-def events(results: Path, game_ids: Sequence[str]) -> dict[str, Sequence[RatingEvent]]:
-    from pipeline.core.run.rounds import read_rounds, round_games, rounds_dir
-
-    # the ledger hands ids; the tables' jobs are in their round files, beside the round jobs
-    chosen = {game.id: game for game in round_games(read_rounds(rounds_dir(results)))}
-    found: dict[str, Sequence[RatingEvent]] = {}
-    for game_id in game_ids:
-        game = chosen.get(game_id)
-        table = table_events(results, game) if game is not None else None
-        if table is not None:  # a round without a question leaves its tables read, with no event
-            found[game_id] = table
-    return found
-
-
 SPEC = AdaptiveSpec(
     setup=setup,
     games=games,
-    events=events,
+    event=table_events,
     play_target="skate_rounds",
     # no rule plays a whole table: the plan prices each part, a generate or an answer job, through
     # the answer rule's estimator (estimators.estimate_answer_or_part)

@@ -8,7 +8,7 @@
   members owed the most spy games by open rank), each table with its spy first;
 - `games`: a round's tables become games of `rank_variant` as the rules schedule them
   (`schedule.seated_games`: that spy, and the words and the seating drawn from the ledger's seed);
-- `events`: a finished game is a team game, the spy's model against the team of the distinct
+- `event`: a finished game is a team game, the spy's model against the team of the distinct
   civilian models, won by the side the record names (`rating.matchup: teams`, the spec; the ledger
   keeps one event per game whatever the matchup);
 - a game is finished once its record exists (written after its calls table); that table's cost is
@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,22 +80,16 @@ def team_event(record: dict[str, object]) -> RatingEvent | None:
     return TeamMatch((spy,), tuple(civilians), "a" if record["winner"] == "spy" else "b")
 
 
-def events(results: Path, game_ids: Sequence[str]) -> dict[str, RatingEvent]:
-    found: dict[str, RatingEvent] = {}
-    for game_id in game_ids:
-        path = results / GAMES / f"{game_id}.json"
-        if not path.is_file():
-            continue
-        event = team_event(json.loads(path.read_text(encoding="utf-8")))
-        if event is not None:
-            found[game_id] = event
-    return found
+def event(results: Path, game: RoundGame) -> RatingEvent | None:
+    """The game's team event (`team_event`) from its record; None before the record exists."""
+    path = results / GAMES / f"{game.id}.json"
+    return team_event(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 SPEC = AdaptiveSpec(
     setup=setup,
     games=games,
-    events=events,
+    event=event,
     play_target="whoisspy_rounds",
     play_rule="whoisspy_play",
     finished=(f"{GAMES}/{{game_id}}.json",),

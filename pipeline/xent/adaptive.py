@@ -13,7 +13,7 @@ scores are compared, and on which map:
   left without one stops the ledger (`exhausted`);
 - `parts`: a table's files are its seats' play records, `play/<game>/<job_id>.json` (a seat's play
   that an earlier table made is not played again, nor paid twice);
-- `events`: a finished table is the free-for-all ranking of its players by their map score on its
+- `event`: a finished table is the free-for-all ranking of its players by their map score on its
   map (their best round; a voided map ranks last), the event the fixed rating builds for a map
   (`report.ranked_event`), from the play records' own totals (the judge's rescored totals agree
   within `stages.RESCORE_TOLERANCE_BITS`).
@@ -21,7 +21,6 @@ scores are compared, and on which map:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,25 +94,18 @@ def table_scores(results: Path, table: RoundGame) -> dict[str, tuple[float | Non
     return scores
 
 
-def events(results: Path, game_ids: Sequence[str]) -> dict[str, RatingEvent]:
-    from pipeline.core.run.rounds import read_rounds, round_games, rounds_dir
+def event(results: Path, table: RoundGame) -> RatingEvent | None:
+    """The table's scores on its map, ranked (`report.ranked_event`); None while a seat's play is missing."""
     from pipeline.xent.report import ranked_event
 
-    tables = {game.id: game for game in round_games(read_rounds(rounds_dir(results)))}
-    found: dict[str, RatingEvent] = {}
-    for game_id in game_ids:
-        table = tables.get(game_id)
-        scores = table_scores(results, table) if table is not None else None
-        event = ranked_event(scores) if scores is not None else None
-        if event is not None:
-            found[game_id] = event
-    return found
+    scores = table_scores(results, table)
+    return ranked_event(scores) if scores is not None else None
 
 
 SPEC = AdaptiveSpec(
     setup=setup,
     games=games,
-    events=events,
+    event=event,
     play_target="xent_rounds",
     play_rule="xent_play",
     # the record is written after the calls table

@@ -9,6 +9,7 @@ import asyncio
 import json
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -338,14 +339,14 @@ def test_a_finished_game_is_a_team_event_the_ledger_rates(tmp_path: Path) -> Non
     spec = build_schedule(params, models, rounds=tmp_path / "none", preview=[game])[0]
     record = run_game(spec, models, Gateway(models, job=game.id, cache_dir=tmp_path))
     write_json_atomic(tmp_path / "games" / f"{game.id}.json", record)
-    events = adaptive.events(tmp_path, [game.id, "0000000000000000"])  # an unplayed game reads as nothing
-    event = events[game.id]
-    assert list(events) == [game.id] and isinstance(event, TeamMatch)
+    assert adaptive.event(tmp_path, replace(game, id="0000000000000000")) is None  # an unplayed game: nothing
+    event = adaptive.event(tmp_path, game)
+    assert isinstance(event, TeamMatch)
     assert event.a == (spy_of(game),) and set(event.b) == set(game.seats) - {spy_of(game)}
     assert event.outcome == ("a" if record["winner"] == "spy" else "b")
     setup = AdaptiveSetup(params.schedule.adaptive, tuple(NAMES), 6, RATING)
     record_1 = RoundRecord(1, "whoisspy", "", {}, tuple(NAMES), {}, (), 0, 0, 0.0, {}, (), None, (), (game,))
-    state = ledger_state(setup, [record_1], events)
+    state = ledger_state(setup, [record_1], {game.id: event})
     moved = {name for name, s in state.standings.items() if s.games}
     assert moved == set(game.seats) and state.read == (game.id,)
     assert state.met[tuple(sorted(game.seats[:2]))] == 1  # the whole table met

@@ -21,7 +21,7 @@ import yaml
 from pipeline.core.artifacts import ParamsError
 from pipeline.core.rating.events import FreeForAll
 from pipeline.core.run.adaptive_plan import outlook
-from pipeline.core.run.rounds import RoundGame, advance, finished_events, read_rounds
+from pipeline.core.run.rounds import RoundGame, advance, finished_costs, finished_games, read_rounds
 from pipeline.xent import adaptive
 from pipeline.xent.benchmark import BENCHMARK
 from pipeline.xent.config import XentParams, load_xent
@@ -275,10 +275,9 @@ def test_a_table_is_ranked_by_map_score_as_the_fixed_rating_ranks_a_map(tmp_path
         path = results / "play/condense" / f"{job}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(play_record(job, seat, "m1", totals)))
-    found = adaptive.events(results, ["t1", "unknown"])
-    assert found == {"t1": FreeForAll({"a": 1, "b": 1, "c": 3, "d": 2})}
+    assert adaptive.event(results, table) == FreeForAll({"a": 1, "b": 1, "c": 3, "d": 2})
     (results / "play/condense/j3.json").unlink()  # a seat not played yet: no event
-    assert adaptive.events(results, ["t1"]) == {}
+    assert adaptive.event(results, table) is None
 
 
 def test_the_ledger_plays_to_the_end_each_play_once_and_a_rerun_plays_nothing(work: Path) -> None:
@@ -329,12 +328,13 @@ def test_a_play_two_tables_share_is_paid_once(work: Path) -> None:
     for part in {p for g in first + second + third for p in adaptive.parts(g)}:
         path = work / "results/xent/play" / f"{part}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{}")  # finished (events are not read here)
+        path.write_text("{}")  # finished (what was played is not read here)
         pl.DataFrame({"cost_usd": [1.0]}).write_parquet(path.with_suffix(".calls.parquet"))
     from pipeline.core.run.rounds import RoundRecord
 
     ledger = [RoundRecord.from_json(r) for r in records]
-    _, costs = finished_events(adaptive.SPEC, work / "results/xent", ledger)
+    done = finished_games(adaptive.SPEC, work / "results/xent", ledger)
+    costs = finished_costs(adaptive.SPEC, work / "results/xent", done)
     assert [costs[g.id] for g in first + second + third] == [2.0, 2.0, 1.0]
 
 

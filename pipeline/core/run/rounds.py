@@ -136,8 +136,10 @@ class AdaptiveSpec:
 
     `setup(params file, models file)`: its adaptive settings and pool (a ParamsError names the fix).
     `games(request)`: one game per table of a round, seats and id as its rules will schedule them.
-    `events(results folder, game ids)`: per finished game a rating event, or a sequence of them rated
-    in that order (SKATE: one per question and pair of its table; pipeline.core.rating.events).
+    `event(results folder, game)`: a finished game's rating event, or a sequence of them rated in
+    that order (SKATE: one per question and pair of its table; pipeline.core.rating.events); None
+    where the game's results give none (a game without a result, a SKATE round without a question).
+    The ledger reads each finished game once, in round order.
     `finished`: the files, relative to results/<bench>/ and with `{game_id}`, whose presence marks a
     game finished. `calls`: its calls table (with a `cost_usd` column), the spend `max_cost_usd`
     counts; None: the games cost nothing. `play_target`: the Snakemake target that plays every
@@ -157,7 +159,7 @@ class AdaptiveSpec:
 
     setup: Callable[[Path, Path], AdaptiveSetup]
     games: Callable[[RoundRequest], list[RoundGame]]
-    events: Callable[[Path, Sequence[str]], Mapping[str, RatingEvent | Sequence[RatingEvent]]]
+    event: Callable[[Path, RoundGame], RatingEvent | Sequence[RatingEvent] | None]
     play_target: str
     play_rule: str
     finished: tuple[str, ...] = ("games/{game_id}/calls.parquet",)
@@ -390,7 +392,7 @@ def ledger_state(
     """Rate the finished games round by round, online, from the prior (`update_standings`: the
     compiled engine, or trueskill's own update for team games): every pool player starts at the
     prior before the first round and sits out the rounds it did not play, so a model added later is
-    the most idle and has the largest sigma. A game of several events (`AdaptiveSpec.events`) is
+    the most idle and has the largest sigma. A game of several events (`AdaptiveSpec.event`) is
     rated event by event in its order. `costs`: dollars per finished game (the spend the budgets
     count)."""
     from pipeline.core.rating.adaptive import meetings, new_standing, update_standings
@@ -494,16 +496,27 @@ def load_setup(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "pa
 def finished_events(
     spec: AdaptiveSpec, results: Path, records: Sequence[RoundRecord]
 ) -> tuple[dict[str, RatingEvent | Sequence[RatingEvent]], dict[str, float]]:
-    """The rating events of the rounds' finished games, and what each cost (dollars): a part that
-    several games share is charged to the first of them in round order (it was played once)."""
-    done = list({g.id: g for g in round_games(records) if is_finished(spec, results, g)}.values())
+    """The rating events of the rounds' finished games, and what each cost (`finished_costs`)."""
+    done = finished_games(spec, results, records)
+    found = {game.id: event for game in done if (event := spec.event(results, game)) is not None}
+    return found, finished_costs(spec, results, done)
+
+
+def finished_games(spec: AdaptiveSpec, results: Path, records: Sequence[RoundRecord]) -> list[RoundGame]:
+    """The rounds' finished games, each once, in round order."""
+    return list({g.id: g for g in round_games(records) if is_finished(spec, results, g)}.values())
+
+
+def finished_costs(spec: AdaptiveSpec, results: Path, done: Sequence[RoundGame]) -> dict[str, float]:
+    """What each finished game cost (dollars): a part that several games share is charged to the
+    first of them in round order (it was played once)."""
     paid: set[str] = set()
     costs: dict[str, float] = {}
     for game in done:
         parts = [part for part in dict.fromkeys(game_parts(spec, game)) if part not in paid]
         paid.update(parts)
         costs[game.id] = sum(game_cost(spec, results, part) for part in parts)
-    return dict(spec.events(results, [g.id for g in done])), costs
+    return costs
 
 
 def advance(bench: LedgerOwner, root: Path = Path("."), params_dir: str = "params") -> Advance | None:
@@ -661,7 +674,9 @@ __all__ = [
     "RoundRequest",
     "advance",
     "ensure_ledgers",
+    "finished_costs",
     "finished_events",
+    "finished_games",
     "game_parts",
     "is_finished",
     "ledger_state",

@@ -68,18 +68,15 @@ def _games(request: RoundRequest) -> list[RoundGame]:
     return found
 
 
-def _events(results: Path, ids: Sequence[str]) -> dict[str, RatingEvent]:
-    found: dict[str, RatingEvent] = {}
-    for game_id in ids:
-        data = json.loads((results / "games" / game_id / "result.json").read_text())
-        found[game_id] = Pairwise(data["a"], data["b"], data["outcome"])
-    return found
+def _event(results: Path, game: RoundGame) -> RatingEvent:
+    data = json.loads((results / "games" / game.id / "result.json").read_text())
+    return Pairwise(data["a"], data["b"], data["outcome"])
 
 
 SPEC = AdaptiveSpec(
     setup=_setup,
     games=_games,
-    events=_events,
+    event=_event,
     play_target=f"{NAME}_rounds",
     play_rule=f"{NAME}_play",
     finished=("games/{game_id}/result.json",),
@@ -279,7 +276,8 @@ def test_ledger_state_counts_the_stretch_since_the_pool_changed(tmp_path: Path) 
     assert stretch_start(records, setup.pool) == 1
     assert stretch_start(records, [*setup.pool, "p5"]) == len(records) + 1
     ids = [g.id for r in records for g in r.games]
-    state = ledger_state(setup, records, _events(results(tmp_path), ids), dict.fromkeys(ids, 0.5))
+    events = {g.id: _event(results(tmp_path), g) for r in records for g in r.games}
+    state = ledger_state(setup, records, events, dict.fromkeys(ids, 0.5))
     assert state.games == 4 and state.rounds == 2 and state.spent_usd == pytest.approx(2.0)
     assert state.stretch_games == 4 and state.read == tuple(sorted(ids))
 
@@ -363,18 +361,15 @@ def _trio_games(request: RoundRequest) -> list[RoundGame]:
     ]
 
 
-def _trio_events(results: Path, ids: Sequence[str]) -> dict[str, RatingEvent]:
-    found: dict[str, RatingEvent] = {}
-    for game_id in ids:
-        data = json.loads((results / "games" / game_id / "result.json").read_text())
-        found[game_id] = TeamMatch(tuple(data["a"]), tuple(data["b"]), data["outcome"])
-    return found
+def _trio_event(results: Path, game: RoundGame) -> RatingEvent:
+    data = json.loads((results / "games" / game.id / "result.json").read_text())
+    return TeamMatch(tuple(data["a"]), tuple(data["b"]), data["outcome"])
 
 
 TRIO_SPEC = AdaptiveSpec(
     setup=_trio_setup,
     games=_trio_games,
-    events=_trio_events,
+    event=_trio_event,
     play_target=f"{TRIO}_rounds",
     play_rule=f"{TRIO}_play",
     finished=("games/{game_id}/result.json",),
