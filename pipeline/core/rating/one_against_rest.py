@@ -34,7 +34,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pipeline.core.artifacts import seed_from
-from pipeline.core.rating.adaptive import AdaptiveSchedule, Round, Standing
+from pipeline.core.rating.standings import AdaptiveSchedule, Round, Standing
 
 __all__ = ["one_against_rest_round", "rank_uncertainty"]
 
