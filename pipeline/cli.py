@@ -64,12 +64,17 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     """Fill the user cache with what a job would otherwise build at its first use: each embedded
     model's de-quantized weights (a minute or more per model on two cores), the compiled rating
     kernel and the plots' Vega bundle. Every later job, on this machine or a cluster node sharing
-    the cache, starts from them."""
+    the cache, starts from them. Also compiles the package's own modules: where
+    PYTHONDONTWRITEBYTECODE is set, Python never writes them itself, and every job process would
+    compile the modules it imports anew (they stay beside the sources, ignored by git and DVC)."""
+    import compileall
     import time
 
+    import pipeline
     from pipeline.core.models.local import local_models
 
     steps: list[tuple[str, Callable[[], object]]] = [
+        ("package's compiled modules", lambda: compileall.compile_dir(pipeline.__path__[0], quiet=1)),
         *((f"weights of local/{name}", spec.locate) for name, spec in sorted(local_models().items())),
         ("rating kernel", lambda: importlib.import_module("pipeline.core.rating.kernel")),
         ("Vega bundle", lambda: importlib.import_module("pipeline.core.artifacts.plots").vega_script()),
@@ -193,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     prepare = commands.add_parser(
         "prepare",
-        help="build the embedded models' weights, the rating kernel and the plots' Vega bundle into the "
-        "user cache once, before the first job needs them",
+        help="build the embedded models' weights, the rating kernel, the plots' Vega bundle and the package's "
+        "compiled modules once, before the first job needs them",
     )
     prepare.set_defaults(func=_cmd_prepare)
 

@@ -345,6 +345,7 @@ def test_prepare_builds_every_local_models_weights_before_any_job(
     assert located == ["tiny-a", "tiny-b"]  # each converted once, in name order
     said = capsys.readouterr().out.splitlines()
     assert [line.split(" (")[0] for line in said] == [
+        "prepared the package's compiled modules",
         "prepared the weights of local/tiny-a",
         "prepared the weights of local/tiny-b",
         "prepared the rating kernel",
