@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import random_bot, skill_option
+from pipeline.core.models.players import graded_bot
 
 _LABEL = re.compile(r"\bP(\d+)\b")
 
@@ -99,19 +99,7 @@ def _targets(state: Mapping[str, Any], choices: Sequence[str]) -> list[str]:
 def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
     """Keeps its first private partner as ally and votes with the public majority; with
     `skill` < 1, some moves are the random bot's instead (module docstring)."""
-    skill = skill_option(options)
-    if skill is None:
-        return _heuristic_policy
-    fallback = random_bot(options)
-
-    def graded(request: MoveRequest, rng: random.Random) -> str:
-        # one coin per move, from the move's own seeded rng: the same request always gets the same move
-        # (skill 1 draws none: every move is heuristic)
-        if skill >= 1.0 or rng.random() < skill:
-            return _heuristic_policy(request, rng, reading_pick)
-        return str(fallback(request, rng))
-
-    return graded
+    return graded_bot(options, _heuristic_policy, lambda request, rng: _heuristic_policy(request, rng, reading_pick))
 
 
 Pick = Callable[[Mapping[str, Any], Sequence[str], random.Random], "str | None"]

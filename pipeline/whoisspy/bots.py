@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import FILLER_WORDS, random_bot, skill_option
+from pipeline.core.models.players import FILLER_WORDS, graded_bot
 from pipeline.whoisspy.fouls import normalize, says_word, tokens, word_forms
 from pipeline.whoisspy.words import associations_of
 
@@ -152,18 +152,11 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
     """Describes with associations and votes against the describer least like its word; with
     `skill`, a share 1 - skill of its moves are the random bot's and its descriptions echo the
     table (module docstring)."""
-    skill = skill_option(options)
-    if skill is None:
-        return _heuristic_policy
-    fallback = random_bot(options)
+    return graded_bot(options, _heuristic_policy, _graded_move)
 
-    def graded(request: MoveRequest, rng: random.Random) -> str:
-        # one coin per move, from the move's own seeded rng: the same request always gets the same move
-        # (skill 1 draws none: every move is heuristic)
-        if skill >= 1.0 or rng.random() < skill:
-            if request.kind == "speech":
-                return echo_describe(request.state, rng)
-            return _heuristic_policy(request, rng)
-        return str(fallback(request, rng))
 
-    return graded
+def _graded_move(request: MoveRequest, rng: random.Random) -> str:
+    """A graded bot's heuristic move: its descriptions echo the table (`echo_describe`)."""
+    if request.kind == "speech":
+        return echo_describe(request.state, rng)
+    return _heuristic_policy(request, rng)

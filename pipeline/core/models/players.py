@@ -209,6 +209,24 @@ def skill_option(options: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
+def graded_bot(options: Mapping[str, Any], plain: BotPolicy, heuristic: BotPolicy) -> BotPolicy:
+    """A benchmark's heuristic bot as `bot_options.skill` grades it: `plain` without the option; with
+    it, each move is `heuristic`'s with probability `skill` and the random bot's otherwise."""
+    skill = skill_option(options)
+    if skill is None:
+        return plain
+    fallback = random_bot(options)
+
+    def graded(request: MoveRequest, rng: random.Random) -> str | BotReply:
+        # one coin per move, from the move's own seeded rng: the same request always gets the same move
+        # (skill 1 draws none: every move is heuristic)
+        if skill >= 1.0 or rng.random() < skill:
+            return heuristic(request, rng)
+        return str(fallback(request, rng))
+
+    return graded
+
+
 def make_player(entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> Player:
     if entry.is_bot:
         return BotPlayer(entry, gateway, job_seed, game)
