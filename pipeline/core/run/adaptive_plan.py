@@ -139,6 +139,11 @@ def price_per_game(
     return float(costs.sum()) / len(games)
 
 
+def lone_first(seats: Sequence[str], alone: str) -> tuple[str, ...]:
+    """A table's seats with its lone player first, as the ledger chose the table."""
+    return (alone, *(p for p in seats if p != alone))
+
+
 def outlook(
     bench: Any,
     models: ModelsParams,
@@ -200,9 +205,7 @@ def outlook(
         bench, priced, models, root=root, models_path=models_file, params_dir=params_dir, preview=preview
     )
     lone = lone_counts(spec, records, state.read, setup.pool)
-    pending = [g.seats for g in unfinished]
-    if spec.lone is not None:  # the lone seat first, as the ledger chose the table
-        pending = [(spec.lone(g), *(p for p in g.seats if p != spec.lone(g))) for g in unfinished]
+    pending = [g.seats if spec.lone is None else lone_first(g.seats, spec.lone(g)) for g in unfinished]
     found = simulate_outlook(
         state.standings,
         setup.settings.schedule(setup.seats),
