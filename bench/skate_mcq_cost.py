@@ -1,15 +1,19 @@
 """SKATE MCQ cost: samples per (question, answerer) to measure p(correct), by stopping rule.
 
-Every pair is answered three ways on one stream of answers (sample i is the same option set and
+Every pair is answered four ways on one stream of answers (sample i is the same option set and
 the same seeded reply whichever rule reads it):
 - fixed: always 100 samples (the reference every rule is compared with);
 - standard_error: the paper's rule and the default: stop once the smoothed standard error is at
   most sigma_stop 0.05 (floor 10, cap 100);
-- predictive: ours (`answering.stopping: predictive`): stop once the Beta(1/2, 1/2) posterior gives
-  at most predictive_risk (0.04) that sampling on to the cap moves p(correct) by more than 0.1.
-A rule's estimate is a prefix of the fixed run's answers, so it differs from the fixed estimate
-only by where it stopped. The target: at most 30 mean samples, within 0.1 of the fixed estimate
-on at least 96% of pairs.
+- predictive: ours (`answering.stopping: predictive`, its defaults): report the Beta(1/2, 1/2)
+  posterior median of what the run of 100 would say, and stop once the posterior gives at most
+  predictive_risk (0.05) that the run of 100 ends more than 0.1 from it;
+- predictive_ratio: the same rule reporting right answers / samples, at risk 0.04
+  (`predictive_estimate: ratio`; the predictive rule's default before the median).
+A rule reads a prefix of the fixed run's answers, so it differs from the fixed estimate only by
+where it stopped and what it reports. The target: at most 30 mean samples, within 0.1 of the
+fixed estimate on at least 96% of pairs. The predictive rule's risk was chosen on the first
+question bank; `held_out_banks` replays every rule on banks drawn with other seeds.
 
 The answerers, so that the pairs are not all easy:
 - noisy bots (q = 0, 0.1, 0.25, 0.5, 0.75, 0.9, 1): right with probability q on every question;
@@ -20,12 +24,15 @@ The answerers, so that the pairs are not all easy:
   one; so p varies between option sets, as a real model's does;
 - optionally a real model (`--model`, at temperature 1), also scored in exact mode.
 The result holds the distribution of the fixed p over pairs, each rule by band of p, a sweep
-of predictive_risk replayed on the same answers, and what any rule could reach on this mix
-(`reachable`): a lower bound from the optimal stopping rule of an oracle told each sample's true
-P(right), a tighter one that keeps the noisy bots' level from it, and a rule of should_stop's
-form (reads n and k) tuned to this mix, which shows how close to the bound a real rule gets.
+of predictive_risk replayed on the same answers, and what a rule reporting right answers /
+samples could reach on this mix (`reachable`): a lower bound from the optimal stopping rule of an
+oracle told each sample's true P(right), a tighter one that keeps the noisy bots' level from it,
+and a rule of should_stop's form (reads n and k) tuned to this mix, which shows how close to the
+bound such a rule gets. The bounds hold for that estimate only: the median estimate is not
+bound by them.
 
-    .venv/bin/python bench/skate_mcq_cost.py [--questions 100] [--model local/smollm2-135m --model-questions 2]
+    .venv/bin/python bench/skate_mcq_cost.py [--questions 100] [--held-out-banks 2]
+        [--model local/smollm2-135m --model-questions 2]
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from pipeline.core.models.gateway import Gateway
 from pipeline.core.models.players import BotPolicy, MoveRequest, Player, make_players, register_bot
 from pipeline.core.models.roster import ModelsParams
 from pipeline.skate.config import AnsweringParams
-from pipeline.skate.mcq import Question, answer_exact, answer_sampled, option_set, should_stop
+from pipeline.skate.mcq import Question, answer_exact, answer_sampled, option_set, sampled_p_correct, should_stop
 from pipeline.skate.parsing import LETTERS
 from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
 
@@ -73,7 +80,8 @@ TOLERANCE = 0.1
 SHARE_TARGET = 0.96
 SAMPLES_TARGET = 30
 OPTION_SETS = 8
-RISK_SWEEP = (0.02, 0.03, 0.04, 0.05, 0.06)
+RISK_SWEEP = (0.02, 0.03, 0.04, 0.05, 0.06, 0.07)
+RULES = ("standard_error", "predictive_ratio", "predictive")
 BANDS = ((0.0, 0.05), (0.05, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 0.95), (0.95, 1.0))
 
 
@@ -129,6 +137,13 @@ def rules(answer_tokens: int) -> dict[str, AnsweringParams]:
     return {
         "standard_error": AnsweringParams(stopping="standard_error", sigma_stop=0.05, **common),
         "predictive": AnsweringParams(stopping="predictive", predictive_tolerance=TOLERANCE, **common),
+        "predictive_ratio": AnsweringParams(
+            stopping="predictive",
+            predictive_tolerance=TOLERANCE,
+            predictive_estimate="ratio",
+            predictive_risk=0.04,
+            **common,
+        ),
     }
 
 
@@ -170,7 +185,7 @@ def replay(hits: Sequence[int], settings: AnsweringParams) -> tuple[float, int]:
     for n, hit in enumerate(hits[: settings.max_samples], start=1):
         correct += hit
         if should_stop(correct, n, settings):
-            return correct / n, n
+            return sampled_p_correct(correct, n, settings), n
     return correct / len(hits), len(hits)
 
 
@@ -209,7 +224,7 @@ def by_band(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out = {}
     for low, high in BANDS:
         band = [r for r in rows if low <= r["fixed_p"] <= high and not (r["fixed_p"] == low and low > 0)]
-        out[f"{low:.2f}-{high:.2f}"] = {rule: summarise(band, rule) for rule in ("standard_error", "predictive")}
+        out[f"{low:.2f}-{high:.2f}"] = {rule: summarise(band, rule) for rule in RULES}
     return out
 
 
@@ -545,9 +560,32 @@ def reachable(
     }
 
 
+def bot_rows(players: Mapping[str, Player], bank: Sequence[Question]) -> list[dict[str, Any]]:
+    """Every bot answerer's pairs on `bank`: the fixed 100 samples and each rule's stop."""
+    rows: list[dict[str, Any]] = []
+    for q in ACCURACIES:
+        rows += asyncio.run(measure(players[f"noisy-{q:.2f}"], bank, "noisy", exact=False, answer_tokens=1))
+    for name in MODEL_LIKE:
+        rows += asyncio.run(measure(players[name], bank, "model-like", exact=False, answer_tokens=1))
+    return rows
+
+
+def risk_replay(rows: Sequence[Mapping[str, Any]], estimate: str, risk: float) -> dict[str, Any]:
+    """The predictive rule at another risk, replayed on the recorded answers."""
+    settings = rules(1)["predictive"].model_copy(update={"predictive_risk": risk, "predictive_estimate": estimate})
+    replays = [replay(r["hits"], settings) for r in rows]
+    return {
+        "mean_samples": round(statistics.mean(n for _, n in replays), 2),
+        "share_within_0.1": round(sum(within(p, r["fixed_p"]) for (p, _), r in zip(replays, rows)) / len(rows), 4),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=100, help="template questions per bot answerer")
+    parser.add_argument(
+        "--held-out-banks", type=int, default=2, help="question banks, other seeds, every rule is replayed on"
+    )
     parser.add_argument("--model", default=None, help="a real answerer at temperature 1 (e.g. local/smollm2-135m)")
     parser.add_argument("--model-questions", type=int, default=2, help="questions for --model")
     parser.add_argument("--cache", default=None, help="response cache to reuse (default: a fresh temp dir)")
@@ -567,11 +605,7 @@ def main() -> None:
 
     started = time.perf_counter()
     bank = questions(args.questions, seed=1)
-    every: list[dict[str, Any]] = []
-    for q in ACCURACIES:
-        every += asyncio.run(measure(players[f"noisy-{q:.2f}"], bank, "noisy", exact=False, answer_tokens=1))
-    for name in MODEL_LIKE:
-        every += asyncio.run(measure(players[name], bank, "model-like", exact=False, answer_tokens=1))
+    every = bot_rows(players, bank)
     model_rows = (
         asyncio.run(
             measure(players["model"], questions(args.model_questions, seed=2), "model", exact=True, answer_tokens=1)
@@ -580,22 +614,25 @@ def main() -> None:
         else []
     )
     every += model_rows
-    seconds = time.perf_counter() - started
 
-    new, old = summarise(every, "predictive"), summarise(every, "standard_error")
-    sweep = {}
-    for risk in RISK_SWEEP:
-        settings = rules(1)["predictive"].model_copy(update={"predictive_risk": risk})
-        replays = [replay(r["hits"], settings) for r in every]
-        sweep[f"{risk:.2f}"] = {
-            "mean_samples": round(statistics.mean(n for _, n in replays), 2),
-            "share_within_0.1": round(
-                sum(within(p, r["fixed_p"]) for (p, _), r in zip(replays, every)) / len(every), 4
-            ),
-        }
+    held_out = {
+        f"seed_{seed}": {rule: summarise(rows, rule) for rule in RULES}
+        for seed in range(2, 2 + args.held_out_banks)
+        for rows in [bot_rows(players, questions(args.questions, seed=seed))]
+    }
+    seconds = time.perf_counter() - started
+    new, old, ratio = (summarise(every, rule) for rule in ("predictive", "standard_error", "predictive_ratio"))
+    sweep = {
+        estimate: {f"{risk:.2f}": risk_replay(every, estimate, risk) for risk in RISK_SWEEP}
+        for estimate in ("median", "ratio")
+    }
     bots = [r for r in every if r["kind"] != "model"]  # a real model's P(right) is not known
     probs = true_probabilities(bots, bank)
-    reach = reachable(bots, probs, {"standard_error": old, "predictive": new})
+    reach = reachable(bots, probs, {"standard_error": old, "predictive_ratio": ratio})
+    reach["lower_bound_any_rule"]["applies_to"] = (
+        "rules that report right answers / samples (standard_error, predictive_ratio); a rule free to "
+        "report another estimate, as predictive's median, is not bound by it"
+    )
     # the recorded answers were drawn with these probabilities: their totals must agree
     recorded = np.array([sum(r["hits"]) for r in bots])
     reach["lower_bound_any_rule"]["recorded_vs_probabilities"] = {
@@ -625,8 +662,9 @@ def main() -> None:
         }
     write_result(
         "skate_mcq_cost",
-        metric="mean samples per (question, answerer), answering.stopping: predictive (risk 0.04 of a change "
-        "over 0.1 before 100 samples), on the same answers as the fixed 100 and the paper's rule",
+        metric="mean samples per (question, answerer), answering.stopping: predictive (its defaults: the "
+        "posterior median of the 100-sample run reported, risk 0.05 of that run ending over 0.1 from it), on "
+        "the same answers as the fixed 100 and the paper's rule",
         value=new["mean_samples"],
         unit="samples",
         target=f"<= {SAMPLES_TARGET} mean samples, within {TOLERANCE} of a fixed {FIXED} samples on >= "
@@ -634,14 +672,18 @@ def main() -> None:
         target_met={
             "samples": new["mean_samples"] <= SAMPLES_TARGET,
             "agreement": new["share_within_0.1"] >= SHARE_TARGET,
+            "held_out_banks": all(
+                h["predictive"]["mean_samples"] <= SAMPLES_TARGET
+                and h["predictive"]["share_within_0.1"] >= SHARE_TARGET
+                for h in held_out.values()
+            ),
         },
         baseline={"fixed_samples": FIXED, "standard_error (the paper's rule, the default)": old},
         predictive=new,
+        predictive_ratio=ratio,
+        held_out_banks=held_out,
         by_answerer_kind={
-            kind: {
-                rule: summarise([r for r in every if r["kind"] == kind], rule)
-                for rule in ("standard_error", "predictive")
-            }
+            kind: {rule: summarise([r for r in every if r["kind"] == kind], rule) for rule in RULES}
             for kind in sorted({r["kind"] for r in every})
         },
         by_fixed_p=by_band(every),
@@ -654,10 +696,12 @@ def main() -> None:
             "standard_error": {"sigma_stop": 0.05, "min_samples": 10, "max_samples": FIXED},
             "predictive": {
                 "predictive_tolerance": TOLERANCE,
-                "predictive_risk": 0.04,
+                "predictive_risk": 0.05,
+                "predictive_estimate": "median",
                 "min_samples": 10,
                 "max_samples": FIXED,
             },
+            "predictive_ratio": {"predictive_risk": 0.04, "predictive_estimate": "ratio"},
             "questions_per_bot": len(bank),
             "noisy_accuracies": list(ACCURACIES),
             "model_like": MODEL_LIKE,
@@ -668,9 +712,15 @@ def main() -> None:
     at = f"at_{SHARE_TARGET}"
     print(f"\nsamples for {SHARE_TARGET:.0%} within {TOLERANCE} of {FIXED} samples (expected, {len(bots)} bot pairs):")
     print(
-        f"  predictive {new['mean_samples']} ({new['share_within_0.1']:.1%}), standard_error "
+        f"  predictive {new['mean_samples']} ({new['share_within_0.1']:.1%}), predictive_ratio "
+        f"{ratio['mean_samples']} ({ratio['share_within_0.1']:.1%}), standard_error "
         f"{old['mean_samples']} ({old['share_within_0.1']:.1%}); target <= {SAMPLES_TARGET}"
     )
+    for seed, held in held_out.items():
+        print(
+            f"  held-out bank {seed}: "
+            + ", ".join(f"{r} {h['mean_samples']} ({h['share_within_0.1']:.1%})" for r, h in held.items())
+        )
     for floor in (1, 10):
         print(
             f"  min_samples {floor}: no rule below {bound[f'min_samples_{floor}'][at]['mean_samples']} (oracle told "

@@ -28,8 +28,11 @@ AnswerMode = Literal["sampled", "exact"]
 OutsideLetters = Literal["renormalise", "count_wrong"]
 #: when sampling stops: the paper's standard error, or ours (how likely more samples move p)
 Stopping = Literal["standard_error", "predictive"]
+#: what the predictive rule reports: the median of the capped run's p(correct) under the posterior,
+#: or right answers / samples
+PredictiveEstimate = Literal["median", "ratio"]
 #: answering settings that decide nothing while `stopping` is the paper's (kept out of job ids)
-PREDICTIVE_SETTINGS: tuple[str, ...] = ("stopping", "predictive_tolerance", "predictive_risk")
+PREDICTIVE_SETTINGS: tuple[str, ...] = ("stopping", "predictive_tolerance", "predictive_risk", "predictive_estimate")
 
 
 class SandboxParams(Strict):
@@ -86,8 +89,8 @@ class AnsweringParams(Strict):
         "standard_error",
         description="sampled: when to stop. standard_error (the paper): once the standard error of "
         "p(correct) is at most sigma_stop. predictive (ours, fewer samples): once the Beta(1/2, 1/2) "
-        "posterior gives at most predictive_risk that sampling on to max_samples would move "
-        "p(correct) by more than predictive_tolerance",
+        "posterior gives at most predictive_risk that the run of max_samples would end more than "
+        "predictive_tolerance from the reported p(correct) (predictive_estimate)",
     )
     sigma_stop: float = Field(
         0.05,
@@ -104,10 +107,17 @@ class AnsweringParams(Strict):
         "samples (up to max_samples) should not make",
     )
     predictive_risk: float = Field(
-        0.04,
+        0.05,
         gt=0,
         lt=1,
         description="stopping predictive: stop once the posterior probability of such a change is at most this",
+    )
+    predictive_estimate: PredictiveEstimate = Field(
+        "median",
+        description="stopping predictive: the p(correct) reported, and the one the risk is measured from. "
+        "median: the posterior median of what the run of max_samples would report (shrinks a short "
+        "run of identical answers slightly toward the middle: 0 of 12 reports 0.01); ratio: right "
+        "answers / samples, as the paper's rule reports",
     )
     min_samples: int = Field(10, ge=1, description="sampled mode's floor of samples per question")
     max_samples: int = Field(

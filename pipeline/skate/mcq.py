@@ -8,9 +8,10 @@ numbers make answerers' estimates comparable) and depends only on the question a
 - `sampled` (the paper) draws answers, at least min_samples and at most max_samples, until the
   stopping rule holds (`should_stop`); an unparseable answer is wrong. `stopping: standard_error`
   (the paper's, default) stops once the standard error (see `standard_error`) is at most
-  sigma_stop; `stopping: predictive` (ours) stops once the samples still to come up to max_samples
-  would, by the Beta(1/2, 1/2) posterior, move p(correct) by more than predictive_tolerance with
-  probability at most predictive_risk (see `predictive_risk`).
+  sigma_stop; `stopping: predictive` (ours) stops once, by the Beta(1/2, 1/2) posterior, the run
+  of max_samples would end more than predictive_tolerance from the reported p(correct) with
+  probability at most predictive_risk (see `predictive_risk`); it reports the posterior median of
+  that run's p(correct) (`predictive_estimate`).
 - `exact` reads the first answer token's log-probabilities and computes, for each of a fixed
   number of option sets, the probability of the correct letter under the player's sampling
   temperature (bots: 1) over the letter tokens A-D; p(correct) is their mean. No sampling
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.artifacts import seed_from
-from pipeline.skate.config import AnsweringParams
+from pipeline.skate.config import AnsweringParams, PredictiveEstimate
 from pipeline.skate.parsing import LETTERS, parse_answer
 from pipeline.skate.prompts import answer_messages
 
@@ -76,32 +77,56 @@ def standard_error(correct: int, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n)
 
 
-def predictive_risk(correct: int, n: int, cap: int, tolerance: float) -> float:
-    """Probability that sampling on from n to `cap` samples moves correct/n by more than `tolerance`.
-
-    The hits still to come are beta-binomial under the Beta(1/2, 1/2) (Jeffreys) posterior of
-    p(correct). Unlike a plug-in standard error it is never 0 after a run of identical answers
-    (at cap 100 and tolerance 0.1: 0 of 10 gives 0.117, 0 of 17 gives 0.038), and it asks what
-    the run of `cap` samples would say, not how precisely p itself is known, which needs fewer
-    samples (at p = 0.5 about 50, not 100).
-    """
+def _hits_to_come(correct: int, n: int, cap: int) -> list[float]:
+    """P(h more right answers in the cap - n samples still to come), h = 0..cap - n: beta-binomial
+    under the Beta(1/2, 1/2) (Jeffreys) posterior of p(correct) after `correct` of n."""
     remaining = cap - n
-    if n == 0:
-        return 1.0
-    if remaining <= 0:
-        return 0.0
     a, b = correct + 0.5, n - correct + 0.5
-    estimate = correct / n
     # pmf(0) = B(a, b + remaining) / B(a, b); later terms by the ratio of consecutive terms, in
     # logs so that long runs neither overflow nor underflow
     log_pmf = math.lgamma(a + b) + math.lgamma(b + remaining) - math.lgamma(b) - math.lgamma(a + b + remaining)
-    risk = 0.0
+    pmf = []
     for hits in range(remaining + 1):
-        # 1e-9: a change of exactly `tolerance` (0.5 -> 0.6) counts as within it despite rounding
-        if abs(estimate - (correct + hits) / cap) > tolerance + 1e-9:
-            risk += math.exp(log_pmf)
+        pmf.append(math.exp(log_pmf))
         if hits < remaining:
             log_pmf += math.log((remaining - hits) * (hits + a)) - math.log((hits + 1) * (remaining - hits - 1 + b))
+    return pmf
+
+
+def predictive_estimate(correct: int, n: int, cap: int, estimate: PredictiveEstimate = "ratio") -> float:
+    """The p(correct) the predictive rule reports after `correct` of n: `ratio`, correct / n;
+    `median`, the posterior median of what the run of `cap` samples would report, (correct + h) /
+    cap for the median h still to come. At the cap both are correct / cap."""
+    if estimate == "ratio" or n >= cap:
+        return correct / n
+    cumulative = 0.0
+    for hits, p in enumerate(_hits_to_come(correct, n, cap)):
+        cumulative += p
+        if cumulative >= 0.5:
+            return (correct + hits) / cap
+    return (correct + cap - n) / cap  # rounding left the total a hair under 1/2
+
+
+def predictive_risk(correct: int, n: int, cap: int, tolerance: float, estimate: PredictiveEstimate = "ratio") -> float:
+    """Probability that the run of `cap` samples ends more than `tolerance` from the estimate
+    reported after `correct` of n (`predictive_estimate`).
+
+    The hits still to come are beta-binomial under the Beta(1/2, 1/2) (Jeffreys) posterior of
+    p(correct). Unlike a plug-in standard error it is never 0 after a run of identical answers
+    (at cap 100 and tolerance 0.1, from correct / n: 0 of 10 gives 0.117, 0 of 17 gives 0.038),
+    and it asks what the run of `cap` samples would say, not how precisely p itself is known,
+    which needs fewer samples (at p = 0.5 about 50, not 100).
+    """
+    if n == 0:
+        return 1.0
+    if n >= cap:
+        return 0.0
+    reported = predictive_estimate(correct, n, cap, estimate)
+    risk = 0.0
+    for hits, p in enumerate(_hits_to_come(correct, n, cap)):
+        # 1e-9: a change of exactly `tolerance` (0.5 -> 0.6) counts as within it despite rounding
+        if abs(reported - (correct + hits) / cap) > tolerance + 1e-9:
+            risk += p
     return min(1.0, risk)
 
 
@@ -110,9 +135,19 @@ def should_stop(correct: int, n: int, settings: AnsweringParams) -> bool:
     if n < settings.min_samples:
         return False
     if settings.stopping == "predictive":
-        risk = predictive_risk(correct, n, settings.max_samples, settings.predictive_tolerance)
+        risk = predictive_risk(
+            correct, n, settings.max_samples, settings.predictive_tolerance, settings.predictive_estimate
+        )
         return risk <= settings.predictive_risk
     return standard_error(correct, n) <= settings.sigma_stop
+
+
+def sampled_p_correct(correct: int, n: int, settings: AnsweringParams) -> float:
+    """The p(correct) a sampled answer reports: right answers / samples, or under the predictive
+    rule its `predictive_estimate`."""
+    if settings.stopping == "predictive":
+        return predictive_estimate(correct, n, settings.max_samples, settings.predictive_estimate)
+    return correct / n
 
 
 def letter_distribution(first: TokenLogprob, temperature: float) -> tuple[dict[str, float], float]:
@@ -224,7 +259,7 @@ async def answer_sampled(
     n = len(rows)
     return rows, {
         "mode": "sampled",
-        "p_correct": hits / n,
+        "p_correct": sampled_p_correct(hits, n, settings),
         "std_error": standard_error(hits, n),
         "samples": n,
         "outside_mass": None,
