@@ -15,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pipeline  # noqa: F401  (first of the package: sets the offline environment before litellm loads)
 
 # isort: split
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,13 @@ import pytest
 import yaml
 
 from pipeline.core.models.roster import ModelsParams
+
+# The test process keeps what it compiles: pytest's assertion-rewritten test modules (about 4.5
+# CPU-s for the whole suite, paid again by every xdist worker at every run) and the package's own
+# modules, beside their sources in __pycache__ (ignored by git and DVC, as `pipeline prepare`
+# writes them). Where PYTHONDONTWRITEBYTECODE is set, as on these machines, Python and pytest
+# would write neither and compile it all anew each time. Subprocesses keep the environment's setting.
+sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parents[1]
 # the test files that take longest (wall time under `make test`, longest first): scheduled first

@@ -32,21 +32,32 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.fixture(scope="module")
+def committed_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project, built and committed once per module (the results, `git init` and `dvc init`:
+    about a CPU-second); each test gets a copy of it, `.git` and `.dvc` included."""
+    root = tmp_path_factory.mktemp("template") / "team"
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in GIT_ENV.items():
+            env.setenv(name, value)
+        (root / "params").mkdir(parents=True)
+        shutil.copy2(REPO / "params" / "leaderboard.yaml", root / "params" / "leaderboard.yaml")
+        shutil.copy2(REPO / ".gitignore", root / ".gitignore")
+        (root / "pipeline" / "whoisspy").mkdir(parents=True)
+        (root / "pipeline" / "whoisspy" / "rules.py").write_text("RULES = 1\n")
+        build_results(root / "results")
+        git(root, "init", "-q", "-b", "main")
+        subprocess.run([str(DVC), "init", "-q"], cwd=root, check=True)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "project")
+    return root
+
+
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(committed_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, value in GIT_ENV.items():
         monkeypatch.setenv(name, value)
-    root = tmp_path / "team"
-    (root / "params").mkdir(parents=True)
-    shutil.copy2(REPO / "params" / "leaderboard.yaml", root / "params" / "leaderboard.yaml")
-    shutil.copy2(REPO / ".gitignore", root / ".gitignore")
-    (root / "pipeline" / "whoisspy").mkdir(parents=True)
-    (root / "pipeline" / "whoisspy" / "rules.py").write_text("RULES = 1\n")
-    build_results(root / "results")
-    git(root, "init", "-q", "-b", "main")
-    subprocess.run([str(DVC), "init", "-q"], cwd=root, check=True)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "project")
+    root = shutil.copytree(committed_project, tmp_path / "team", symlinks=True)
     monkeypatch.chdir(root)
     return root
 

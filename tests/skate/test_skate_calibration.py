@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from pipeline.cli import main
 from pipeline.core.artifacts.params import ParamsError
 from pipeline.core.artifacts.schemas import read_table
 from pipeline.skate.calibration import load_pairs
@@ -21,30 +20,16 @@ from pipeline.skate.schemas import SimilarityPairsSchema, ThresholdSweepSchema
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_calibrate_reports_each_threshold_and_records_the_choice(tmp_path: Path) -> None:
+def test_calibrate_reports_each_threshold_and_records_the_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     params = tmp_path / "skate.yaml"
     shutil.copy(REPO / "params/skate.yaml", params)
     out = tmp_path / "calibration"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline",
-            "skate",
-            "calibrate",
-            "--out",
-            str(out),
-            "--params",
-            str(params),
-            "--write-params",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    # the command in this process (`python -m pipeline` is main()): a new interpreter would import
+    # torch and transformers and load the embedding model again, about 11 CPU-s
+    code = main(["skate", "calibrate", "--out", str(out), "--params", str(params), "--write-params"])
+    assert code == 0, capsys.readouterr().err[-2000:]
     pairs = read_table(out / "pairs.parquet", SimilarityPairsSchema)
     sweep = read_table(out / "thresholds.parquet", ThresholdSweepSchema)
     chosen = json.loads((out / "chosen.json").read_text())

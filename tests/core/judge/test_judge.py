@@ -10,15 +10,21 @@ import asyncio
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from pipeline.cli import main
 from pipeline.core.judge.cache import ScoreCache
 from pipeline.core.judge.scoring import Judge, JudgeError, XentScore, load_judge, register_judge
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
+
+# torch and transformers are imported where they are used: importing them takes several CPU-seconds,
+# which every xdist worker would pay at collection, also the workers that never run these tests
 
 CONTEXT = 32  # positions of the tiny GPT-2s: long texts overflow quickly
 P_X, P_Y = 0.5, 0.25  # the fixed-distribution judge: "x" with 1/2, "y" with 1/4, the rest share 1/4
@@ -27,6 +33,8 @@ P_X, P_Y = 0.5, 0.25  # the fixed-distribution judge: "x" with 1/2, "y" with 1/4
 def byte_tokenizer() -> PreTrainedTokenizerFast:
     """Every byte is a token, plus one merge ("a" "b" -> "ab") so that joint and separate
     tokenization of prefix + string differ."""
+    from transformers import PreTrainedTokenizerFast
+
     vocab = {"<pad>": 0, "<bos>": 1, "<eos>": 2}
     for char in sorted(pre_tokenizers.ByteLevel.alphabet()):
         vocab[char] = len(vocab)
@@ -44,6 +52,9 @@ def save(model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, path: Path)
 
 
 def gpt2(tokenizer: PreTrainedTokenizerFast, seed: int) -> GPT2LMHeadModel:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     torch.manual_seed(seed)
     config = GPT2Config(
         vocab_size=len(tokenizer),
@@ -67,6 +78,8 @@ def tokenizer() -> PreTrainedTokenizerFast:
 def fixed_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: PreTrainedTokenizerFast) -> Path:
     """A random GPT-2 whose final layer norm outputs a constant: every position predicts the same
     distribution q (x: 1/2, y: 1/4, every other token (1/4)/(V-2)), whatever the context."""
+    import torch
+
     model = gpt2(tokenizer, seed=1)
     vocab = len(tokenizer)
     x, y = tokenizer.convert_tokens_to_ids(["x", "y"])
@@ -88,6 +101,9 @@ def gpt2_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: PreTrainedToke
 @pytest.fixture(scope="module")
 def gemma_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer: PreTrainedTokenizerFast) -> Path:
     """A tiny random Gemma 3: sliding-window layers, final-logit softcapping that actually bites."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
     torch.manual_seed(3)
     config = Gemma3TextConfig(
         vocab_size=len(tokenizer),
@@ -131,6 +147,8 @@ def reference_bits(judge: Judge, string: str, prefix: str, bos: bool = True) -> 
 
     `bos=False`: no BOS, which is the default "reference" scoring for this tokenizer (it adds none).
     """
+    import torch
+
     prefix_ids = [judge.tokenizer.bos_token_id] * bos + judge.encode(prefix)
     string_ids = judge.encode(string)
     ids = torch.tensor([prefix_ids + string_ids])
@@ -142,6 +160,8 @@ def reference_bits(judge: Judge, string: str, prefix: str, bos: bool = True) -> 
 
 def reference_mode_bits(judge: Judge, string: str, prefix: str) -> list[float]:
     """The reference's Judge.xent by hand: tokenizer(prefix) + tokenizer(string), one forward."""
+    import torch
+
     prefix_ids = judge.tokenizer(prefix)["input_ids"]
     ids = prefix_ids + judge.tokenizer(string)["input_ids"]
     with torch.inference_mode():
@@ -287,6 +307,8 @@ def test_disk_cache_is_keyed_by_fingerprint_and_survives_a_new_judge(gpt2_dir: P
 
 
 def test_the_weights_dtype_is_in_the_fingerprint_and_the_cache_key(gpt2_dir: Path, tmp_path: Path) -> None:
+    import torch
+
     full = Judge(gpt2_dir, dtype="float32", cache_dir=tmp_path / "scores")
     half = Judge(gpt2_dir, dtype="bfloat16", cache_dir=tmp_path / "scores")
     assert (full.fingerprint.dtype, half.fingerprint.dtype) == ("float32", "bfloat16")

@@ -11,7 +11,6 @@ import math
 from pathlib import Path
 
 import pytest
-import torch
 from tokenizers import processors
 
 from pipeline.core.judge.scoring import Judge, JudgeError
@@ -32,6 +31,8 @@ def bos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def by_hand(judge: Judge, ids: list[int], first: int) -> list[float]:
     """-log2 p(ids[j] | ids[:j]) for j >= first, from the model's own logits."""
+    import torch  # where it is used: see test_judge.py
+
     with torch.inference_mode():
         logits = judge.model(input_ids=torch.tensor([ids])).logits[0].float()
     log_probs = torch.log_softmax(logits, dim=-1)

@@ -16,9 +16,10 @@ import pytest
 
 from pipeline.core.artifacts.schemas import CallsSchema, TableError, read_table
 from pipeline.core.models.errors import AuthError, RequestError, TransportError
-from pipeline.core.models.gateway import Gateway, request_key
+from pipeline.core.models.gateway import Gateway
 from pipeline.core.models.response_cache import ResponseCache
 from tests.conftest import models_params
+from tests.core.models.cache_writer import write_entries
 
 MESSAGES = [{"role": "user", "content": "Say ok"}]
 
@@ -236,16 +237,9 @@ def test_calls_table_is_validated(tmp_path: Path, fake_provider) -> None:
 # -- the cache under concurrent writers and kills -----------------------------------------------
 
 
-def _writer(root: str, worker: int, rounds: int) -> None:
-    cache = ResponseCache(root)
-    for i in range(rounds):
-        key = request_key("fake/m", [{"role": "user", "content": str(i % 40)}], {}, None, 0)
-        cache.put(key, {"text": f"answer {i % 40} " + "x" * 2000, "writer": worker})
-
-
 def test_two_processes_writing_the_cache_at_once_leave_it_readable(tmp_path: Path) -> None:
     ctx = mp.get_context("spawn")
-    workers = [ctx.Process(target=_writer, args=(str(tmp_path), w, 400)) for w in range(2)]
+    workers = [ctx.Process(target=write_entries, args=(str(tmp_path), w, 400)) for w in range(2)]
     for w in workers:
         w.start()
     for w in workers:
@@ -262,7 +256,7 @@ def test_two_processes_writing_the_cache_at_once_leave_it_readable(tmp_path: Pat
 
 def test_a_kill_mid_write_leaves_no_corrupt_entry(tmp_path: Path) -> None:
     ctx = mp.get_context("spawn")
-    victim = ctx.Process(target=_writer, args=(str(tmp_path), 0, 10**6))
+    victim = ctx.Process(target=write_entries, args=(str(tmp_path), 0, 10**6))
     victim.start()
     deadline = time.monotonic() + 180  # the spawned writer's imports are slow on a loaded machine
     while not list(tmp_path.rglob("*.json")) and time.monotonic() < deadline:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from typing import TYPE_CHECKING
 
 import litellm
 import pytest
-import torch
 
 from pipeline.core.models.local import (
     GEMMA,
@@ -29,6 +29,10 @@ from pipeline.core.models.local import (
 )
 from pipeline.core.models.local_batch import Generation, nucleus
 
+if TYPE_CHECKING:
+    import torch
+
+# (torch is imported where it is used: every xdist worker collects this module, and most run none of it)
 pytestmark = pytest.mark.slow
 MODEL = f"local/{SMOLLM2}"
 ASK = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Name a colour."}]
@@ -49,6 +53,8 @@ def engine() -> LocalModel:
 
 def forward(engine: LocalModel, ids: list[int]) -> torch.Tensor:
     """Every position's logits from one plain forward pass."""
+    import torch
+
     with torch.inference_mode():
         return engine.model(input_ids=torch.tensor([ids])).logits[0].float()
 
@@ -98,6 +104,8 @@ def test_stop_string_cuts_the_reply(engine: LocalModel) -> None:
 
 
 def test_top_logprobs_agree_with_a_direct_forward_pass(engine: LocalModel) -> None:
+    import torch
+
     response = ask(temperature=0.0, max_tokens=4, logprobs=True, top_logprobs=5)
     content = (
         response.choices[0].logprobs["content"]
@@ -295,6 +303,8 @@ def test_kept_prompt_chunks_change_no_reply(engine: LocalModel) -> None:
 def test_the_nucleus_is_the_full_sorts_nucleus() -> None:
     # the top-p cut looks at the top 64, then 1024 tokens before sorting the vocabulary: the same
     # tokens and probabilities as a full sort, for small and large nuclei
+    import torch
+
     generator = torch.Generator().manual_seed(0)
     for spread in (0.5, 2.0, 8.0):
         for top_p in (0.5, 0.95, 0.999):
@@ -310,6 +320,8 @@ def test_the_row_attention_keeps_gemmas_sliding_window() -> None:
     # the reply crosses gemma's 512-token window: the batched decoding (its own per-row attention)
     # agrees with one plain forward pass over prompt + reply. Attending past the window moves the
     # top-20 log-probabilities of the steps beyond it by 0.17-0.24; agreeing, by at most 7e-5
+    import torch
+
     gemma = local_model(GEMMA)
     prompt = " ".join(f"Line {i}: the fox jumps over dog number {i}." for i in range(34)) + "\nSummary:"
     reply = gemma.generate(prompt, max_tokens=24, temperature=0.0, top_logprobs=20)
