@@ -51,6 +51,19 @@ online by `update_standings` and, for accuracy, by a multi-pass rating every `--
     nice -n 19 .venv/bin/python bench/adaptive.py --real --real-benchmark whoisspy [--bots 8] [--real-games 200] [--real-every 4] [--real-seeds 16]
 
 Writes `real_whoisspy` into bench/results/adaptive.json and docs/img/adaptive_real_whoisspy_accuracy.png.
+
+`--real-benchmark skate` measures the same on real SKATE rounds (the benchmark's own jobs in-process,
+no Snakemake): 10 noisy answerers of known accuracy (`bot: noisy`, 0.3 to 0.9), 2 of which also set
+template questions; one table of two answerers a round, each round a new round of the adaptive game
+(`seated_games`): its setters' questions written, verified in the sandbox and checked for uniqueness,
+its question set, the two seats' answer jobs (sampled, the paper's estimator), and the table's events
+read by the benchmark's `AdaptiveSpec.event` (per question, the pair compared under the ranking's
+primary mode). Both schedules of a seed share one results folder, so a job the other made is found
+made, as in the real pipeline. "Games" are tables (rounds); the calls they cost are reported beside.
+
+    nice -n 15 .venv/bin/python bench/adaptive.py --real-benchmark skate [--bots 10] [--setters 2] [--real-games 80] [--real-seeds 12]
+
+Writes `real_skate` into bench/results/adaptive.json and docs/img/adaptive_real_skate_accuracy.png.
 """
 
 from __future__ import annotations
@@ -60,7 +73,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -323,7 +336,8 @@ def run_rounds(
     stops: dict[int, int] | None = None,
 ) -> tuple[list[RatingEvent], list[int]]:
     """`games` rounds of one table, the round bookkeeping of every real bench (standings, meetings,
-    game counts); the events and the game count after each round. The tables come from
+    game counts); the events and the event count after each round (one event a game, but SKATE's
+    table gives one a question and pair). The tables come from
     `decide_round` (adaptive: the round ledger's own step) or `fixed_round` (fixed); `play_round`
     plays them. `lone`: the tables are one against the rest and the schedule chooses the lone seat
     too (`decide_round`'s `lone`, counted from the team events' single-player side). `stops`: where
@@ -340,6 +354,7 @@ def run_rounds(
     met: dict[tuple[str, str], int] = {}
     events: list[RatingEvent] = []
     after: list[int] = []
+    tables = 0  # games chosen so far: the ledger's count (a SKATE table gives several events)
     for r in range(1, games + 1):
         if kind == "adaptive":
             stop, round_ = decide_round(
@@ -350,14 +365,14 @@ def run_rounds(
                 r,
                 met,
                 budget=Budget(),
-                games=len(events),
+                games=tables,
                 rounds=r - 1,
                 lone=alone if lone else None,
             )
             if stop is not None and stops is not None:
                 # the ledger would stop here (every pair of neighbours separated); the comparison is at
                 # equal game counts, so the run goes on with the schedule's own next round
-                stops.setdefault(seed, len(events))
+                stops.setdefault(seed, tables)
                 round_ = (
                     one_against_rest_round(standings, schedule, seed, r, alone)
                     if lone
@@ -368,6 +383,7 @@ def run_rounds(
         played = play_round(round_)
         standings = update_standings(standings, played, field.rating)
         met = meetings(played, met)
+        tables += len(round_.tables)
         for name in round_.players:
             counts[name] += 1
         for event in played:
@@ -617,6 +633,231 @@ def spy_tau_curve(
     return taus
 
 
+# -- the real benchmark: SKATE rounds between noisy answerers ------------------------------------
+SKATE_SEATS = 2
+SKATE_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_skate_accuracy"
+
+
+def skate_field(bots: int, low: float = 0.3, high: float = 0.9, setters: int = 2) -> RealField:
+    """Noisy SKATE bots (`bot: noisy`, `bot_options: {accuracy: p}`: right with probability p on every
+    question, its own included), p evenly spaced from `low` to `high`: the order of p is the true
+    order. `setters` of them, spread over the field, are players (each sets one template question a
+    round, verified in the sandbox), the rest answer only. The params are the adaptive game's (pairwise
+    tables, one a round) with three choices:
+
+    - answering `sampled`, the paper's estimator (samples until the standard error is 0.05, at most
+      100): a p(correct) is a noisy measure of the accuracy. In exact mode a noisy bot's p(correct) is
+      its accuracy itself, so every comparison would be decided without noise;
+    - strategy `no_info`: a template setter's question depends on its own earlier questions only, not
+      on its prompt, so the strategy changes no question; with `no_info` a round's generate jobs (their
+      ids) do not depend on who answered the rounds before, so both schedules of a seed are asked the
+      very same questions, found made as the real pipeline finds a job made (its content id);
+    - `similarity_threshold` 1: the template setter has 12 families, so from its 13th round on every
+      question shares a family with an earlier one, and at the default threshold (0.9) every attempt
+      from round 13 on was rejected as too similar in a trial run, leaving rounds without questions.
+      At 1 a setter may draw a family again with other constants, never the same question (the check
+      still runs). A noisy bot's accuracy is the same on every question, so repeats change no
+      comparison."""
+    from pipeline.core.models import ModelsParams
+    from pipeline.skate.config import SkateParams
+
+    accuracies = [round(low + (high - low) * k / (bots - 1), 4) for k in range(bots)]
+    names = tuple(f"acc-{p:.2f}" for p in accuracies)
+    roster = [{"name": n, "bot": "noisy", "bot_options": {"accuracy": p}} for n, p in zip(names, accuracies)]
+    models = ModelsParams.model_validate({"roster": roster})
+    players = [names[k * bots // setters] for k in range(setters)]
+    params = SkateParams.model_validate(
+        {
+            "players": players,
+            "answer_only": [n for n in names if n not in players],
+            "strategy": "no_info",
+            "similarity_threshold": 1.0,
+            "answering": {"mode": "sampled"},
+            "adaptive": {"enabled": True, "seats": SKATE_SEATS, "tables_per_round": 1},
+        }
+    )
+    order = sorted(names, key=lambda n: -accuracies[names.index(n)])
+    return RealField(models, params, params.ranking.rating_params(), names, {n: k for k, n in enumerate(order, 1)})
+
+
+@dataclass
+class SkateWork:
+    """What a run's tables cost and what making their jobs took. Per table, in order: the calls of
+    its round's setting (the generate jobs' calls tables) and of its answer jobs, made now or found
+    made (by the seed's other schedule: the same jobs); the seconds and counts of the jobs made."""
+
+    set_calls: list[int]
+    answer_calls: list[int]
+    generate_made: int = 0
+    generate_s: float = 0.0
+    answer_made: int = 0
+    answer_found: int = 0
+    answer_s: float = 0.0
+    events_s: float = 0.0
+
+
+def skate_rounds(field: RealField, seed: int, out: Path, sandbox: Any, work: SkateWork) -> PlayRound:
+    """Plays a round's tables as real SKATE jobs in `out` (the seed's results folder): a new round of
+    the game (`seated_games`, as the ledger's `games`), its setters' generate jobs (the bots' template
+    questions, each verified in the sandbox, unique against the setter's earlier ones by embedding),
+    its question set, and each seat's answer job; a job whose file exists is not made again. The
+    events are the benchmark's `AdaptiveSpec.event` of each table (`table_events`: per question, the
+    pair compared under the ranking's primary mode)."""
+    import asyncio
+
+    import polars as pl
+
+    from pipeline.core.models import Gateway
+    from pipeline.skate.adaptive import SPEC
+    from pipeline.skate.engine import run_answer, run_generate, write_answer, write_generate
+    from pipeline.skate.rounds import run_round, write_round
+    from pipeline.skate.schedule import (
+        answer_paths,
+        generate_path,
+        round_path,
+        round_plans,
+        schedule_rounds,
+        seated_games,
+    )
+
+    # the bench seed is the params' seed too: it is part of every job id, so seeds play other games
+    params = field.params.model_copy(update={"seed": seed})
+    earlier: list[Any] = []
+
+    def calls(path: Path) -> int:
+        return pl.read_parquet(path, columns=["job"]).height
+
+    def play_round(round_: Round) -> list[RatingEvent]:
+        chosen = seated_games(round_.tables, earlier, params, field.models)
+        earlier.extend(chosen)
+        schedule = schedule_rounds(params, field.models, round_plans(earlier), adaptive=True)
+        r = int(chosen[0].fields["round"])
+        started = time.perf_counter()
+        for setter in params.players:
+            job = schedule.generate[(r, setter)]
+            if not generate_path(out, job.job_id).exists():
+                gateway = Gateway(field.models, job=f"skate/generate/{job.job_id}", root=out)
+                record = asyncio.run(run_generate(params, field.models, schedule, job, out, gateway, sandbox))
+                write_generate(out, record, gateway)
+                work.generate_made += 1
+        if not round_path(out, schedule.rounds[r].job_id).exists():
+            write_round(out, run_round(params, schedule.rounds[r], out))
+        set_calls = sum(calls(generate_path(out, g).with_suffix(".calls.parquet")) for g in schedule.rounds[r].generate)
+        work.generate_s += time.perf_counter() - started
+        events: list[RatingEvent] = []
+        for game in chosen:
+            started = time.perf_counter()
+            answered = 0
+            for name in game.seats:
+                answer = schedule.answers[(r, name)]
+                paths = answer_paths(out, answer.job_id)
+                if paths["pcorrect"].exists():
+                    work.answer_found += 1
+                else:
+                    gateway = Gateway(field.models, job=f"skate/answer/{answer.job_id}", root=out)
+                    samples, pcorrect = asyncio.run(run_answer(params, field.models, answer, out, gateway))
+                    write_answer(out, answer, samples, pcorrect, gateway)
+                    work.answer_made += 1
+                answered += calls(paths["calls"])
+            work.answer_s += time.perf_counter() - started
+            started = time.perf_counter()
+            found = SPEC.event(out, game)
+            assert found is not None, game.id  # every seat's answers are there
+            events.extend(found if isinstance(found, Sequence) else (found,))
+            work.events_s += time.perf_counter() - started
+            work.set_calls.append(set_calls if game is chosen[0] else 0)  # a round's setting, paid once
+            work.answer_calls.append(answered)
+        return events
+
+    return play_round
+
+
+def run_skate(
+    kind: str,
+    field: RealField,
+    games: int,
+    seed: int,
+    *,
+    root: Path,
+    sandbox: Any,
+    work: dict[tuple[str, int], SkateWork],
+    stops: dict[int, int],
+) -> tuple[list[RatingEvent], list[int]]:
+    """`games` rounds of one SKATE table of two answerers (`run_rounds`), in the seed's folder under
+    `root`, which both schedules of the seed share (a job either made is found made by the other);
+    the adaptive runs go on past the ledger's stop, which `stops` records."""
+    out = root / f"seed-{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    work[kind, seed] = SkateWork([], [])
+    play_round = skate_rounds(field, seed, out, sandbox, work[kind, seed])
+    return run_rounds(kind, field, games, seed, SKATE_SEATS, play_round, stops=stops)
+
+
+def measure_skate(args: argparse.Namespace, every: int) -> dict[str, Any]:
+    """`measure_real` on real SKATE rounds, plus what they cost in the benchmark's units (questions,
+    answer jobs, calls) and what they took (seconds a job made)."""
+    import tempfile
+
+    from pipeline.core.sandbox import Sandbox
+
+    field = skate_field(args.bots, *args.skills, setters=args.setters)
+    params = field.params
+    sandbox = Sandbox(params.sandbox.limits(), allow_unisolated=params.sandbox.allow_unisolated)
+    work: dict[tuple[str, int], SkateWork] = {}
+    stops: dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix="adaptive-skate-") as root:
+        run = partial(run_skate, root=Path(root), sandbox=sandbox, work=work, stops=stops)
+        section = measure_real(args, field, run, real_tau_curve, SKATE_SEATS, every)
+    seeds = range(args.real_seeds)
+    for kind in ("fixed", "adaptive"):
+        # the seed-mean cumulative calls after each table, read at the tables to the target
+        cumulative = np.mean([np.cumsum(np.add(work[kind, s].set_calls, work[kind, s].answer_calls)) for s in seeds], 0)
+        answers = np.mean([np.cumsum(work[kind, s].answer_calls) for s in seeds], 0)
+        tables = np.arange(1, len(cumulative) + 1)
+        entry = section[kind]
+        for key, name in (("games_to_target", "to_target"), ("games_to_stay_at_target", "to_stay_at_target")):
+            at = entry[key]
+            entry[f"calls_{name}"] = None if at is None else round(float(np.interp(at, tables, cumulative)))
+            entry[f"answer_calls_{name}"] = None if at is None else round(float(np.interp(at, tables, answers)))
+        entry["calls_per_table"] = round(float(cumulative[-1] / len(tables)), 1)
+        entry["answer_calls_per_table"] = round(float(answers[-1] / len(tables)), 1)
+    made = [work[key] for key in work]
+    generate_made, answer_made = sum(w.generate_made for w in made), sum(w.answer_made for w in made)
+    generate_s, answer_s = sum(w.generate_s for w in made), sum(w.answer_s for w in made)
+    section.update(
+        benchmark="skate",
+        unit="tables",
+        field_label="noisy answerers",
+        accuracies=[
+            round(args.skills[0] + (args.skills[1] - args.skills[0]) * k / (args.bots - 1), 4) for k in range(args.bots)
+        ],
+        setters=list(params.players),
+        questions_per_table=len(params.players),
+        answer_jobs_per_table=SKATE_SEATS,
+        answering=params.answering.mode,
+        strategy=params.strategy,
+        similarity_threshold=params.similarity_threshold,
+        sandbox_isolation=sandbox.isolation,
+        rating_params={k: getattr(field.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")},
+        compare={"mode": params.ranking.primary, "sigma_stop": params.answering.sigma_stop},
+        adaptive_separated_at=[stops.get(s) for s in seeds],
+        jobs={
+            "generate_made": generate_made,
+            "generate_s_each": round(generate_s / max(generate_made, 1), 3),
+            "answer_made": answer_made,
+            "answer_found": sum(w.answer_found for w in made),
+            "answer_s_each": round(answer_s / max(answer_made, 1), 3),
+            "events_s": round(sum(w.events_s for w in made), 1),
+            # a fresh table: its round's setting and its two answer jobs
+            "round_s": round(
+                len(params.players) * generate_s / max(generate_made, 1) + SKATE_SEATS * answer_s / max(answer_made, 1),
+                2,
+            ),
+        },
+    )
+    return section
+
+
 def plot_real(section: dict[str, Any]) -> list[Path]:
     import altair as alt
 
@@ -631,23 +872,24 @@ def plot_real(section: dict[str, Any]) -> list[Path]:
         alt.Chart(alt.Data(values=rows))
         .mark_line()
         .encode(
-            x=alt.X("games:Q", title="games played"),
+            x=alt.X("games:Q", title=f"{section.get('unit', 'games')} played"),
             y=alt.Y("kendall_tau:Q", title="Kendall tau to the true order", scale=alt.Scale(domain=[0.0, 1.0])),
             color=alt.Color("schedule:N", title="schedule"),
         )
         .properties(
             width=360,
             height=200,
-            title=f"Real {REAL_TITLES[section.get('benchmark', 'elimination')]}, {section['bots']} graded bots, "
-            f"{section['seats']} seats (mean over {section['seeds']} seeds)",
+            title=f"Real {REAL_TITLES[section.get('benchmark', 'elimination')]}, {section['bots']} "
+            f"{section.get('field_label', 'graded bots')}, {section['seats']} seats (mean over {section['seeds']} seeds)",
         )
     )
     rule = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(y=alt.datum(section["target_tau"]))
-    stem = SPY_PLOT_STEM if section.get("benchmark") == "whoisspy" else REAL_PLOT_STEM
+    stem = REAL_PLOT_STEMS[section.get("benchmark", "elimination")]
     return save_chart(alt.layer(lines, rule), stem, formats=("png",))
 
 
-REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games"}
+REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games", "skate": "SKATE rounds"}
+REAL_PLOT_STEMS = {"elimination": REAL_PLOT_STEM, "whoisspy": SPY_PLOT_STEM, "skate": SKATE_PLOT_STEM}
 # per benchmark: graded bots, games per run, games between accuracy checkpoints, seeds. Who is Spy's
 # team games are rated by trueskill's own update (not the compiled engine), so its checkpoints are
 # sparser; its single bit a game (did the spy win) needs more games than Elimination's 8 places, and
@@ -656,7 +898,12 @@ REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games
 REAL_DEFAULTS: dict[str, dict[str, int]] = {
     "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 4},
     "whoisspy": {"bots": 8, "games": 200, "every": 4, "seeds": 16},
+    "skate": {"bots": 10, "games": 80, "every": 1, "seeds": 12},
 }
+# the bots' strengths: graded bots' skill p in [0, 1]; SKATE's noisy answerers' accuracy, from just above
+# chance (1 in 4 options) to nearly always right
+REAL_SKILLS: dict[str, tuple[float, float]] = {"elimination": (0.0, 1.0), "whoisspy": (0.0, 1.0), "skate": (0.3, 0.9)}
+SEATS_OF = {"elimination": REAL_SEATS, "whoisspy": SPY_SEATS, "skate": SKATE_SEATS}
 
 
 def write_real(section: dict[str, Any], key: str = "real_elimination") -> Path:
@@ -737,9 +984,11 @@ def main() -> int:
         default=None,
         help="--real: the benchmark whose real games are played (default elimination; naming one implies --real)",
     )
-    parser.add_argument("--bots", type=int, default=None, help="--real: graded bots in the field (10; whoisspy 8)")
+    parser.add_argument("--bots", type=int, default=None, help="--real: bots in the field (10; whoisspy 8)")
     parser.add_argument("--real-seeds", type=int, default=None, help="--real: seeds per schedule (4; whoisspy 16)")
-    parser.add_argument("--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200)")
+    parser.add_argument(
+        "--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200; skate: tables)"
+    )
     parser.add_argument(
         "--real-every",
         type=int,
@@ -751,10 +1000,11 @@ def main() -> int:
         "--skills",
         type=float,
         nargs=2,
-        default=[0.0, 1.0],
+        default=None,
         metavar=("LOW", "HIGH"),
-        help="--real: the bots' skill range",
+        help="--real: the bots' skill range (0 1; skate: the noisy answerers' accuracy, 0.3 0.9)",
     )
+    parser.add_argument("--setters", type=int, default=2, help="--real-benchmark skate: bots that also set questions")
     args = parser.parse_args()
 
     if args.real or args.real_benchmark:
@@ -764,13 +1014,14 @@ def main() -> int:
         args.real_games = defaults["games"] if args.real_games is None else args.real_games
         every = defaults["every"] if args.real_every is None else args.real_every
         args.real_seeds = defaults["seeds"] if args.real_seeds is None else args.real_seeds
-        if (
-            args.bots < (SPY_SEATS if benchmark == "whoisspy" else REAL_SEATS)
-            or min(args.real_games, every, args.real_seeds) < 1
-        ):
+        args.skills = list(REAL_SKILLS[benchmark]) if args.skills is None else args.skills
+        if args.bots < SEATS_OF[benchmark] or min(args.real_games, every, args.real_seeds) < 1:
             parser.error(
-                "--bots must fill a table (8 seats; whoisspy 6); --real-games, --real-every, --real-seeds be positive"
+                "--bots must fill a table (8 seats; whoisspy 6; skate 2); --real-games, --real-every, --real-seeds "
+                "be positive"
             )
+        if benchmark == "skate" and not 1 <= args.setters <= args.bots:
+            parser.error("--setters must be between 1 and --bots")
         load_before = load_average()
         if benchmark == "whoisspy":
             field = spy_field(args.bots, *args.skills)
@@ -782,6 +1033,9 @@ def main() -> int:
             section["rating_params"] = {
                 k: getattr(field.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")
             }
+        elif benchmark == "skate":
+            section = measure_skate(args, every)
+            section["checkpoint_every"] = every
         else:
             section = measure_real(args, real_field(args.bots, *args.skills), every=every)
         section["load_avg_before"], section["load_avg_after"] = load_before, load_average()
