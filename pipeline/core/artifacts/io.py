@@ -126,6 +126,7 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
 
 
 def write_parquet_atomic(path: str | os.PathLike[str], frame: pl.DataFrame) -> None:
-    # statistics off and a fixed compression keep the bytes a function of the data alone
+    # statistics off, a fixed compression and one chunk keep the bytes a function of the data alone
+    # (a large frame's row groups follow its chunks, which depend on how it was built)
     with atomic_open(path, "wb") as handle:
-        frame.write_parquet(handle, compression="zstd", statistics=False)
+        frame.rechunk().write_parquet(handle, compression="zstd", statistics=False)
