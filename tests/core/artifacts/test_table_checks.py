@@ -153,35 +153,44 @@ def covering(candidates: list[type[pa.DataFrameModel]]) -> list[type[pa.DataFram
     return chosen
 
 
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The one-pass check's answers, in order, while it keeps deciding."""
+    decided: list[bool] = []
+    real = schemas._passes_unchanged
+    monkeypatch.setattr(schemas, "_passes_unchanged", lambda *args: decided.append(real(*args)) or decided[-1])
+    return decided
+
+
+def pandera_only(
+    monkeypatch: pytest.MonkeyPatch, schema: type[pa.DataFrameModel], table: pl.DataFrame, tmp_path: Path
+) -> tuple[str, bytes, list[pl.DataFrame]]:
+    """The outcome with every table left to pandera, as before the one pass."""
+    with monkeypatch.context() as patch:
+        patch.setattr(schemas, "_passes_unchanged", lambda *args: False)
+        return outcome(schema, table, tmp_path / "table.parquet")
+
+
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda cls: cls.__qualname__)
 def test_every_schemas_valid_tables_take_one_pass_and_come_out_as_pandera_passes_them(
     schema: type[pa.DataFrameModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decided = []
-    real = schemas._passes_unchanged
-    monkeypatch.setattr(schemas, "_passes_unchanged", lambda *args: decided.append(real(*args)) or decided[-1])
+    decided = recorded(monkeypatch)
     for rows, seed in ((0, 0), (7, 2)):
         table = valid_table(schema, rows, seed)
         ours = outcome(schema, table, tmp_path / "table.parquet")
         assert decided[-2:] == [True, True]  # the write's check and the read's: the one pass
         assert ours[2][0].equals(table) and ours[2][0].schema == table.schema
-        with monkeypatch.context() as pandera_only:
-            pandera_only.setattr(schemas, "_passes_unchanged", lambda *args: False)
-            assert same(ours, outcome(schema, table, tmp_path / "table.parquet"))
+        assert same(ours, pandera_only(monkeypatch, schema, table, tmp_path))
 
 
 @pytest.mark.parametrize("schema", covering(SCHEMAS), ids=lambda cls: cls.__qualname__)
 def test_broken_and_coerced_tables_get_panderas_errors_and_casts(
     schema: type[pa.DataFrameModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decided = []
-    real = schemas._passes_unchanged
-    monkeypatch.setattr(schemas, "_passes_unchanged", lambda *args: decided.append(real(*args)) or decided[-1])
+    decided = recorded(monkeypatch)
     for label, table in kinds_of_break(schema).values():
         ours = outcome(schema, table, tmp_path / "table.parquet")
-        with monkeypatch.context() as pandera_only:
-            pandera_only.setattr(schemas, "_passes_unchanged", lambda *args: False)
-            assert same(ours, outcome(schema, table, tmp_path / "table.parquet")), label
+        assert same(ours, pandera_only(monkeypatch, schema, table, tmp_path)), label
         if "coerced" in label:  # a cast is pandera's to make
             assert ours[0] == "written" and not decided[-2], label
         elif "allowed" not in label:  # a forbidden value: pandera's message names it
