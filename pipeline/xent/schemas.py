@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pandera.polars as pa
-
-from pipeline.core.artifacts import RatingSummarySchema, StrictTable
+from pipeline.core.artifacts import Field, RatingSummarySchema, StrictTable
 
 
 class MovesSchema(StrictTable):
@@ -13,16 +11,16 @@ class MovesSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    elicit_index: int = pa.Field(ge=0)
+    round: int = Field(ge=1)
+    elicit_index: int = Field(ge=0)
     player_role: str
     register: str
     move: str
     reply: str
-    attempts: int = pa.Field(ge=1)
+    attempts: int = Field(ge=1)
     tagged: bool  # the reply had a <move> tag (else the whole reply was the move)
-    tokens_in: int = pa.Field(ge=0)  # the player's token usage for this move, re-asks included
-    tokens_out: int = pa.Field(ge=0)
+    tokens_in: int = Field(ge=0)  # the player's token usage for this move, re-asks included
+    tokens_out: int = Field(ge=0)
 
 
 class RewardsSchema(StrictTable):
@@ -31,8 +29,8 @@ class RewardsSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    reward_index: int = pa.Field(ge=0)
+    round: int = Field(ge=1)
+    reward_index: int = Field(ge=0)
     player_role: str
     total_bits: float
 
@@ -43,9 +41,9 @@ class TokenXentsSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    reward_index: int = pa.Field(ge=0)
-    token_index: int = pa.Field(ge=0)
+    round: int = Field(ge=1)
+    reward_index: int = Field(ge=0)
+    token_index: int = Field(ge=0)
     token: str
     bits: float
 
@@ -56,8 +54,8 @@ class RescoreSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    reward_index: int = pa.Field(ge=0)
+    round: int = Field(ge=1)
+    reward_index: int = Field(ge=0)
     player_role: str
     judge: str
     total_bits: float
@@ -70,10 +68,10 @@ class RoundsSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    total_bits: float = pa.Field(nullable=True)
-    running_best: float = pa.Field(nullable=True)
-    error: str = pa.Field(nullable=True)
+    round: int = Field(ge=1)
+    total_bits: float = Field(nullable=True)
+    running_best: float = Field(nullable=True)
+    error: str = Field(nullable=True)
 
 
 class ScoresSchema(StrictTable):
@@ -82,10 +80,10 @@ class ScoresSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    map_score: float = pa.Field(nullable=True)
-    normalized_score: float = pa.Field(nullable=True)
+    map_score: float = Field(nullable=True)
+    normalized_score: float = Field(nullable=True)
     voided: bool  # one of the player's rounds on this map errored: no score there (the reference's)
-    rounds: int = pa.Field(ge=0)
+    rounds: int = Field(ge=0)
 
 
 class MapsSchema(StrictTable):
@@ -93,8 +91,8 @@ class MapsSchema(StrictTable):
 
     game: str
     map_id: str
-    best_score: float = pa.Field(nullable=True)
-    best_model: str = pa.Field(nullable=True)
+    best_score: float = Field(nullable=True)
+    best_model: str = Field(nullable=True)
     improved_after_round_1: bool
     flagged: bool
 
@@ -102,7 +100,7 @@ class MapsSchema(StrictTable):
 class XentRatingsSchema(RatingSummarySchema):
     """Multi-pass TrueSkill over per-map rankings, with bootstrap intervals (rating_summary)."""
 
-    player: str = pa.Field(unique=True)
+    player: str = Field(unique=True)
 
 
 class RoundStatusSchema(StrictTable):
@@ -111,6 +109,6 @@ class RoundStatusSchema(StrictTable):
     game: str
     map_id: str
     model: str
-    round: int = pa.Field(ge=1)
-    error: str = pa.Field(nullable=True)
-    ensure_failures: int = pa.Field(ge=0)
+    round: int = Field(ge=1)
+    error: str = Field(nullable=True)
+    ensure_failures: int = Field(ge=0)

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandera.polars as pa
 import polars as pl
 
 from pipeline.core.artifacts import (
@@ -22,6 +21,8 @@ from pipeline.core.artifacts import (
     write_record,
     write_table,
 )
+from pipeline.core.artifacts.schemas import Schema
+from pipeline.core.artifacts.tables import declared_columns
 from pipeline.xent.config import load_xent
 from pipeline.xent.records import RewardRecord, XentPlay
 from pipeline.xent.schedule import Schedule, build_schedule
@@ -274,8 +275,8 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
     return summary
 
 
-def _frame(rows: list[dict[str, Any]], schema: type[pa.DataFrameModel]) -> pl.DataFrame:
-    columns = list(schema.to_schema().columns)
+def _frame(rows: list[dict[str, Any]], schema: Schema) -> pl.DataFrame:
+    columns = list(declared_columns(schema))
     if not rows:
         return pl.DataFrame({c: [] for c in columns})
     return pl.DataFrame(rows).select(columns)

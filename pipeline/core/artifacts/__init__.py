@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pipeline.core.artifacts.replay import GamePage, ReplaySet, by_game, num, safe_key, seat_order
     from pipeline.core.artifacts.schemas import (
         CallsSchema,
+        Field,
         RatingsSchema,
         RatingSummarySchema,
         RosterCheckSchema,
@@ -88,6 +89,7 @@ _EXPORTS = {
     "safe_key": "replay",
     "seat_order": "replay",
     "CallsSchema": "schemas",
+    "Field": "schemas",
     "RatingSummarySchema": "schemas",
     "RatingsSchema": "schemas",
     "RosterCheckSchema": "schemas",
@@ -101,6 +103,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "CallsSchema",
     "FORMATS",
+    "Field",
     "GamePage",
     "GameRecord",
     "InputError",

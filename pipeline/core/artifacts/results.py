@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandera.polars as pa
 import polars as pl
 
-from pipeline.core.artifacts.schemas import read_columns
+from pipeline.core.artifacts.schemas import Schema, read_columns
 
 
 def file_hash(path: Path) -> str:
@@ -35,7 +34,7 @@ class BenchmarkResults:
     folder: Path
     metrics: dict[str, dict[str, Any]] | None
     # the tables the leaderboard may read (path relative to the folder -> the schema it was written with)
-    tables: Mapping[str, type[pa.DataFrameModel]] = field(default_factory=dict)
+    tables: Mapping[str, Schema] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)  # path relative to results/ -> sha256[:16]
 
     def path(self, relative: str) -> Path | None:

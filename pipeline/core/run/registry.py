@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.core.run.verbs import ScheduleFunction, Verb, VerbFunction, schedule_verb
 
 if TYPE_CHECKING:
-    import pandera.polars as pa
-
+    from pipeline.core.artifacts.schemas import Schema
     from pipeline.core.run.rounds import AdaptiveSpec
     from pipeline.core.run.verbs import BenchmarkCommands
 
@@ -80,7 +79,7 @@ class Benchmark:
     extra_commands: Callable[[BenchmarkCommands], None] | None = None  # the benchmark's own verbs
     description: str = ""  # the command's help (default: the title)
     rules_file: str | None = None  # the package's own Snakemake rules; None: the standard rules
-    tables: Mapping[str, type[pa.DataFrameModel]] = field(default_factory=dict)
+    tables: Mapping[str, Schema] = field(default_factory=dict)
     replays: Callable[..., Any] | None = None
     # what the leaderboard's site reads besides metrics.json (dvc.yaml's leaderboard deps); default: the tables
     site_reads: tuple[str, ...] | None = None

@@ -1,13 +1,18 @@
-"""Tables are checked in one polars pass where that decides exactly what pandera would: every
-schema of the package, on valid tables and on tables broken each way a schema forbids, gives the
-same written bytes, the same returned frame and the same error message as pandera's own
-validation, and the one-pass check takes the valid ones (it is the speed-up, not a detour)."""
+"""Tables are declared as TableModels and checked in one polars pass where that decides exactly
+what pandera would: every schema of the package, on valid tables and on tables broken each way a
+schema forbids, gives the same written bytes, the same returned frame and the same error message
+as pandera's own validation, and the one-pass check takes the valid ones (it is the speed-up, not
+a detour). A declaration gives the pandera schema pandera's own model gives; a pandera model
+declared outside the package still works; a job that reads and writes valid tables never imports
+pandera (about 1 CPU-s a process)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +24,10 @@ import pytest
 import pipeline
 from pipeline.core.artifacts import schemas
 from pipeline.core.artifacts.schemas import TableError, read_table, write_table
+from pipeline.core.artifacts.tables import Field, TableModel, declared_columns
 
 
-def every_schema() -> list[type[pa.DataFrameModel]]:
+def every_schema() -> list[Any]:
     for module in pkgutil.walk_packages(pipeline.__path__, "pipeline."):
         if module.name.endswith("schemas"):
             importlib.import_module(module.name)
@@ -31,8 +37,8 @@ def every_schema() -> list[type[pa.DataFrameModel]]:
             yield sub
             yield from below(sub)
 
-    found = {cls for cls in below(pa.DataFrameModel) if cls.__module__.startswith("pipeline.")}
-    return sorted((cls for cls in found if cls.to_schema().columns), key=lambda cls: cls.__qualname__)
+    found = {cls for cls in below(TableModel) if cls.__module__.startswith("pipeline.")}
+    return sorted((cls for cls in found if declared_columns(cls)), key=lambda cls: cls.__qualname__)
 
 
 SCHEMAS = every_schema()
@@ -61,7 +67,7 @@ def valid_value(column: Any, row: int, rng: random.Random) -> Any:
     return low + row * 1e-3 if column.unique else rng.uniform(low, high)
 
 
-def valid_table(schema: type[pa.DataFrameModel], rows: int, seed: int) -> pl.DataFrame:
+def valid_table(schema: Any, rows: int, seed: int) -> pl.DataFrame:
     rng = random.Random(seed)
     columns = schema.to_schema().columns
     data = {}
@@ -73,7 +79,7 @@ def valid_table(schema: type[pa.DataFrameModel], rows: int, seed: int) -> pl.Dat
     return pl.DataFrame(data, schema={name: column.dtype.type for name, column in columns.items()})
 
 
-def broken_tables(schema: type[pa.DataFrameModel], table: pl.DataFrame) -> Iterator[tuple[str, pl.DataFrame]]:
+def broken_tables(schema: Any, table: pl.DataFrame) -> Iterator[tuple[str, pl.DataFrame]]:
     """One table per way the schema forbids a value, and per way pandera would have to coerce."""
     for name, column in schema.to_schema().columns.items():
         values = pl.col(name)
@@ -116,7 +122,7 @@ def broken_tables(schema: type[pa.DataFrameModel], table: pl.DataFrame) -> Itera
     yield "extra column", table.with_columns(pl.lit(1).alias("not_in_the_schema"))
 
 
-def outcome(schema: type[pa.DataFrameModel], table: pl.DataFrame, path: Path) -> tuple[str, bytes, list[pl.DataFrame]]:
+def outcome(schema: Any, table: pl.DataFrame, path: Path) -> tuple[str, bytes, list[pl.DataFrame]]:
     """What a user sees: the error message, or the bytes written and the frames returned by the
     write and by reading it back."""
     path.unlink(missing_ok=True)
@@ -132,7 +138,7 @@ def same(ours: tuple[str, bytes, list[pl.DataFrame]], theirs: tuple[str, bytes, 
     return ours[:2] == theirs[:2] and all(a.schema == b.schema and a.equals(b) for a, b in frames)
 
 
-def kinds_of_break(schema: type[pa.DataFrameModel]) -> dict[str, tuple[str, pl.DataFrame]]:
+def kinds_of_break(schema: Any) -> dict[str, tuple[str, pl.DataFrame]]:
     """Each way to break `schema`'s table, once (on the first column it applies to)."""
     kinds: dict[str, tuple[str, pl.DataFrame]] = {}
     for label, table in broken_tables(schema, valid_table(schema, 5, 4)):
@@ -140,10 +146,10 @@ def kinds_of_break(schema: type[pa.DataFrameModel]) -> dict[str, tuple[str, pl.D
     return kinds
 
 
-def covering(candidates: list[type[pa.DataFrameModel]]) -> list[type[pa.DataFrameModel]]:
+def covering(candidates: list[Any]) -> list[Any]:
     """Few schemas that between them can be broken every way any schema can (pandera takes about
     30 ms a table, so every schema broken every way would cost a minute of CPU)."""
-    chosen: list[type[pa.DataFrameModel]] = []
+    chosen: list[Any] = []
     seen: set[str] = set()
     for schema in sorted(candidates, key=lambda cls: -len(kinds_of_break(cls))):
         new = set(kinds_of_break(schema)) - seen
@@ -156,23 +162,23 @@ def covering(candidates: list[type[pa.DataFrameModel]]) -> list[type[pa.DataFram
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """The one-pass check's answers, in order, while it keeps deciding."""
     decided: list[bool] = []
-    real = schemas._passes_unchanged
-    monkeypatch.setattr(schemas, "_passes_unchanged", lambda *args: decided.append(real(*args)) or decided[-1])
+    real = schemas.passes_unchanged
+    monkeypatch.setattr(schemas, "passes_unchanged", lambda *args: decided.append(real(*args)) or decided[-1])
     return decided
 
 
 def pandera_only(
-    monkeypatch: pytest.MonkeyPatch, schema: type[pa.DataFrameModel], table: pl.DataFrame, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, schema: Any, table: pl.DataFrame, tmp_path: Path
 ) -> tuple[str, bytes, list[pl.DataFrame]]:
     """The outcome with every table left to pandera, as before the one pass."""
     with monkeypatch.context() as patch:
-        patch.setattr(schemas, "_passes_unchanged", lambda *args: False)
+        patch.setattr(schemas, "passes_unchanged", lambda *args: False)
         return outcome(schema, table, tmp_path / "table.parquet")
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda cls: cls.__qualname__)
 def test_every_schemas_valid_tables_take_one_pass_and_come_out_as_pandera_passes_them(
-    schema: type[pa.DataFrameModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    schema: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decided = recorded(monkeypatch)
     for rows, seed in ((0, 0), (7, 2)):
@@ -185,7 +191,7 @@ def test_every_schemas_valid_tables_take_one_pass_and_come_out_as_pandera_passes
 
 @pytest.mark.parametrize("schema", covering(SCHEMAS), ids=lambda cls: cls.__qualname__)
 def test_broken_and_coerced_tables_get_panderas_errors_and_casts(
-    schema: type[pa.DataFrameModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    schema: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decided = recorded(monkeypatch)
     for label, table in kinds_of_break(schema).values():
@@ -206,3 +212,76 @@ def test_a_large_table_is_written_the_same_however_it_was_built(tmp_path: Path) 
     write_table(tmp_path / "stacked.parquet", stacked, schema)
     write_table(tmp_path / "one.parquet", stacked.rechunk(), schema)
     assert (tmp_path / "stacked.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
+
+
+class PanderaCalls(pa.DataFrameModel):
+    """A table declared the pandera way, as a benchmark outside the package may declare one."""
+
+    class Config:
+        strict = True
+        coerce = True
+
+    request_id: str = pa.Field(unique=True)
+    attempt: int = pa.Field(ge=0)
+    cost_usd: float = pa.Field(ge=0, nullable=True)
+    error_kind: str = pa.Field(nullable=True, isin=["timeout", "server"])
+    fault: str | None = pa.Field(nullable=True)
+
+
+class DeclaredCalls(schemas.StrictTable):
+    """The same table declared as the package declares its tables."""
+
+    request_id: str = Field(unique=True)
+    attempt: int = Field(ge=0)
+    cost_usd: float = Field(ge=0, nullable=True)
+    error_kind: str = Field(nullable=True, isin=["timeout", "server"])
+    fault: str | None = Field(nullable=True)
+
+
+def test_a_declaration_gives_the_schema_panderas_own_model_gives() -> None:
+    def described(schema: Any) -> list[Any]:
+        built = schema.to_schema()
+        columns = [
+            (name, str(c.dtype), c.nullable, c.unique, c.required, [(k.name, k.statistics, k.error) for k in c.checks])
+            for name, c in built.columns.items()
+        ]
+        return [built.strict, built.coerce, columns]
+
+    assert described(DeclaredCalls) == described(PanderaCalls)
+
+
+@pytest.mark.parametrize("schema", [PanderaCalls, DeclaredCalls], ids=["pandera model", "declared"])
+def test_either_kind_of_schema_reads_writes_and_refuses_alike(
+    schema: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = pl.DataFrame(
+        {"request_id": ["a", "b"], "attempt": [0, 1], "cost_usd": [None, 0.5], "error_kind": ["server", None]}
+    )
+    ours = outcome(schema, table, tmp_path / "table.parquet")
+    assert ours[0] == "written" and ours[2][1].columns == [*table.columns, "fault"]  # the optional column read back
+    assert same(ours, pandera_only(monkeypatch, schema, table, tmp_path))
+    for broken in (
+        table.with_columns(pl.lit(-1).alias("attempt")),
+        table.with_columns(pl.lit("a").alias("request_id")),
+    ):
+        message = outcome(schema, broken, tmp_path / "table.parquet")[0]
+        assert f"does not match {schema.__name__}" in message
+        assert same(
+            outcome(schema, broken, tmp_path / "table.parquet"), pandera_only(monkeypatch, schema, broken, tmp_path)
+        )
+
+
+def test_a_job_reading_and_writing_valid_tables_never_imports_pandera(tmp_path: Path) -> None:
+    program = f"""
+import sys
+import polars as pl
+from pipeline.core.artifacts import CallsSchema, calls_frame, read_table, write_table
+import pipeline.elimination.schemas, pipeline.skate.schemas, pipeline.whoisspy.schemas, pipeline.xent.schemas
+row = dict(job="j", roster_name="m", model="m", request_id="r", attempt=0, tokens_in=1, tokens_out=1,
+           cost_usd=0.0, latency_s=0.1, cache_hit=False, error_kind=None)
+write_table({str(tmp_path / "calls.parquet")!r}, calls_frame([row]), CallsSchema)
+read_table({str(tmp_path / "calls.parquet")!r}, CallsSchema)
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pandera", "pandas")))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
