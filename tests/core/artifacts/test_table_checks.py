@@ -8,6 +8,7 @@ pandera (about 1 CPU-s a process)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import random
@@ -17,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandera.polars as pa
 import polars as pl
 import pytest
 
@@ -214,18 +214,24 @@ def test_a_large_table_is_written_the_same_however_it_was_built(tmp_path: Path) 
     assert (tmp_path / "stacked.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
 
 
-class PanderaCalls(pa.DataFrameModel):
-    """A table declared the pandera way, as a benchmark outside the package may declare one."""
+@functools.cache
+def pandera_calls() -> Any:
+    """A table declared the pandera way, as a benchmark outside the package may declare one (built
+    on first use: importing pandera at collection would cost every test worker about 1 CPU-s)."""
+    import pandera.polars as pa
 
-    class Config:
-        strict = True
-        coerce = True
+    class PanderaCalls(pa.DataFrameModel):
+        class Config:
+            strict = True
+            coerce = True
 
-    request_id: str = pa.Field(unique=True)
-    attempt: int = pa.Field(ge=0)
-    cost_usd: float = pa.Field(ge=0, nullable=True)
-    error_kind: str = pa.Field(nullable=True, isin=["timeout", "server"])
-    fault: str | None = pa.Field(nullable=True)
+        request_id: str = pa.Field(unique=True)
+        attempt: int = pa.Field(ge=0)
+        cost_usd: float = pa.Field(ge=0, nullable=True)
+        error_kind: str = pa.Field(nullable=True, isin=["timeout", "server"])
+        fault: str | None = pa.Field(nullable=True)
+
+    return PanderaCalls
 
 
 class DeclaredCalls(schemas.StrictTable):
@@ -247,13 +253,14 @@ def test_a_declaration_gives_the_schema_panderas_own_model_gives() -> None:
         ]
         return [built.strict, built.coerce, columns]
 
-    assert described(DeclaredCalls) == described(PanderaCalls)
+    assert described(DeclaredCalls) == described(pandera_calls())
 
 
-@pytest.mark.parametrize("schema", [PanderaCalls, DeclaredCalls], ids=["pandera model", "declared"])
+@pytest.mark.parametrize("kind", ["pandera model", "declared"])
 def test_either_kind_of_schema_reads_writes_and_refuses_alike(
-    schema: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    schema = pandera_calls() if kind == "pandera model" else DeclaredCalls
     table = pl.DataFrame(
         {"request_id": ["a", "b"], "attempt": [0, 1], "cost_usd": [None, 0.5], "error_kind": ["server", None]}
     )
