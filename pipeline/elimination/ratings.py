@@ -84,7 +84,7 @@ def leaderboard(ratings: pl.DataFrame, final_ranks: pl.DataFrame) -> pl.DataFram
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("model")
         .agg(
-            pl.col("game_id").n_unique().alias("games"),
+            pl.col("game_id").n_unique().cast(pl.Int64).alias("games"),
             pl.len().alias("seats"),
             pl.col("points").sum().alias("points_sum"),
         )

@@ -16,7 +16,6 @@ from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, 
 from pipeline.core.models import empty_at_limit_counts
 from pipeline.skate.config import SkateParams
 from pipeline.skate.metrics import cumulative_by_round, metrics_json, opponent_rate_metrics, skills, variance_table
-from pipeline.skate.plots import write_plots
 from pipeline.skate.ranking import MODES, history, question_games, ratings
 from pipeline.skate.records import read_generate
 from pipeline.skate.schedule import Schedule, answer_paths, generate_path
@@ -245,5 +244,7 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
             entry.update(rates.get(model, {}))
         rounds = int(cast(int, pcorrect["round"].max() or 0))  # the rounds played: `rounds` is no length here
     write_json_atomic(out / "metrics.json", metrics)
+    from pipeline.skate.plots import write_plots  # altair: about 0.3 CPU-s, which a rate job does not need
+
     write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, rounds, params.players), variance)
     return metrics

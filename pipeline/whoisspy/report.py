@@ -20,7 +20,6 @@ from pipeline.whoisspy.metrics import (
     ratings,
     variants_table,
 )
-from pipeline.whoisspy.plots import save_plots
 from pipeline.whoisspy.schemas import (
     GamesSchema,
     LeaderboardSchema,
@@ -72,4 +71,6 @@ def write_report(out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     board = read_table(out / "leaderboard.parquet", LeaderboardSchema)
     variants = read_table(out / "variants.parquet", VariantsSchema)
+    from pipeline.whoisspy.plots import save_plots  # altair: about 0.3 CPU-s, which a rate job does not need
+
     return save_plots(board, variants, out / "plots")

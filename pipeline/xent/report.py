@@ -68,7 +68,7 @@ def score_table(rounds: pl.DataFrame) -> pl.DataFrame:
     """Per (game, map, model): best round, voided flag and the reference's normalized score."""
     scores = rounds.group_by(["game", "map_id", "model"]).agg(
         pl.col("total_bits").max().alias("map_score"),
-        pl.len().alias("rounds"),
+        pl.len().cast(pl.Int64).alias("rounds"),
         pl.col("error").is_not_null().any().alias("voided"),
     )
     best = (
