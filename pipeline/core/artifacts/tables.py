@@ -10,7 +10,7 @@ DataFrameModel declares them; pandera is imported only when a schema is asked fo
 coerce, the same checks in the same order, the class's name). Why not subclass pandera's model:
 importing pandera costs about 1 CPU-s, paid by every job process that reads or writes a table,
 while a table that is already of its declared types is checked exactly without pandera
-(`schemas._passes_unchanged`); pandera is then imported only to cast a table or word its errors.
+(`passes_unchanged`); pandera is then imported only to cast a table or word its errors.
 A benchmark outside the package may still declare pandera DataFrameModels: the table functions
 take either.
 """
