@@ -99,12 +99,17 @@ def predictive_estimate(correct: int, n: int, cap: int, estimate: PredictiveEsti
     cap for the median h still to come. At the cap both are correct / cap."""
     if estimate == "ratio" or n >= cap:
         return correct / n
+    return _median_of_run(correct, cap, _hits_to_come(correct, n, cap))
+
+
+def _median_of_run(correct: int, cap: int, to_come: list[float]) -> float:
+    """(correct + h) / cap for the median h of `to_come` (the pmf of the hits still to come)."""
     cumulative = 0.0
-    for hits, p in enumerate(_hits_to_come(correct, n, cap)):
+    for hits, p in enumerate(to_come):
         cumulative += p
         if cumulative >= 0.5:
             return (correct + hits) / cap
-    return (correct + cap - n) / cap  # rounding left the total a hair under 1/2
+    return (correct + len(to_come) - 1) / cap  # rounding left the total a hair under 1/2
 
 
 def predictive_risk(correct: int, n: int, cap: int, tolerance: float, estimate: PredictiveEstimate = "ratio") -> float:
@@ -121,9 +126,10 @@ def predictive_risk(correct: int, n: int, cap: int, tolerance: float, estimate: 
         return 1.0
     if n >= cap:
         return 0.0
-    reported = predictive_estimate(correct, n, cap, estimate)
+    to_come = _hits_to_come(correct, n, cap)  # once: the median and the tail both read it
+    reported = correct / n if estimate == "ratio" else _median_of_run(correct, cap, to_come)
     risk = 0.0
-    for hits, p in enumerate(_hits_to_come(correct, n, cap)):
+    for hits, p in enumerate(to_come):
         # 1e-9: a change of exactly `tolerance` (0.5 -> 0.6) counts as within it despite rounding
         if abs(reported - (correct + hits) / cap) > tolerance + 1e-9:
             risk += p

@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.artifacts.schemas import empty_table
 from pipeline.core.artifacts.tables import declared_columns
 from pipeline.core.models import empty_at_limit_counts
 from pipeline.core.rating.multipass import FreeForAll, RatingParams, rating_summary
@@ -195,7 +196,7 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
             rating.bootstrap_resamples,
         )
     else:
-        ratings = pl.DataFrame({c: [] for c in declared_columns(XentRatingsSchema)})
+        ratings = empty_table(XentRatingsSchema)
     ratings = ratings.select(list(declared_columns(XentRatingsSchema)))
     write_table(root / "ratings.parquet", ratings, XentRatingsSchema, sort_by=["rank", "player"])
 

@@ -21,7 +21,7 @@ from pipeline.core.artifacts import (
     write_record,
     write_table,
 )
-from pipeline.core.artifacts.schemas import Schema
+from pipeline.core.artifacts.schemas import Schema, empty_table
 from pipeline.core.artifacts.tables import declared_columns
 from pipeline.xent.config import load_xent
 from pipeline.xent.records import RewardRecord, XentPlay
@@ -276,7 +276,6 @@ def rescore_stage(params_path: str, models_path: str, plays: str, out: str) -> d
 
 
 def _frame(rows: list[dict[str, Any]], schema: Schema) -> pl.DataFrame:
-    columns = list(declared_columns(schema))
     if not rows:
-        return pl.DataFrame({c: [] for c in columns})
-    return pl.DataFrame(rows).select(columns)
+        return empty_table(schema)
+    return pl.DataFrame(rows).select(list(declared_columns(schema)))

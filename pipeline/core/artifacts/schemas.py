@@ -167,10 +167,21 @@ def _check(frame: pl.DataFrame, schema: Schema, path: str | os.PathLike[str]) ->
     ]
     if missing:
         raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(missing))
-    columns = columns_of(schema)
-    if columns is not None and passes_unchanged(columns, is_strict(schema), frame):
-        return frame
-    return _validate(schema.to_schema(), frame, schema.__name__, path)
+    return _validated(frame, schema, path)
+
+
+def _validated(
+    frame: pl.DataFrame, schema: Schema, path: str | os.PathLike[str], only: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """`frame` checked against `schema` (or its columns `only`): in one pass where that decides
+    exactly, else by pandera."""
+    exact = columns_of(schema)
+    if exact is not None:
+        checked = exact if only is None else {c: exact[c] for c in only}
+        if passes_unchanged(checked, is_strict(schema), frame):
+            return frame
+    pandera_schema = schema.to_schema() if only is None else schema.to_schema().select_columns(list(only))
+    return _validate(pandera_schema, frame, schema.__name__, path)
 
 
 def _validate(schema: pa.DataFrameSchema, frame: pl.DataFrame, name: str, path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -243,11 +254,7 @@ def read_columns(path: str | os.PathLike[str], schema: Schema, columns: Sequence
     ]
     if missing:
         raise TableError(f"{path}: does not match {schema.__name__}:\n" + "\n".join(missing))
-    frame = frame.select(list(columns))
-    exact = columns_of(schema)
-    if exact is not None and passes_unchanged({c: exact[c] for c in columns}, is_strict(schema), frame):
-        return frame
-    return _validate(schema.to_schema().select_columns(list(columns)), frame, schema.__name__, path)
+    return _validated(frame.select(list(columns)), schema, path, only=columns)
 
 
 def _add_optional_columns(frame: pl.DataFrame, schema: Schema) -> pl.DataFrame:
