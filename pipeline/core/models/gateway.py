@@ -70,7 +70,7 @@ from pipeline.core.models.limits import (
     estimate_tokens,
     shared_limiter,
 )
-from pipeline.core.models.litellm_setup import load_litellm
+from pipeline.core.models.litellm_setup import load_litellm, supported_openai_params
 from pipeline.core.models.reply_budgets import budget_params, reply_budget
 from pipeline.core.models.response_cache import ResponseCache
 from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
@@ -339,13 +339,8 @@ def supports_top_logprobs(entry: RosterEntry) -> bool | None:
     if entry.is_bot or entry.model is None:
         return None
     provider, _, model = entry.model.partition("/")
-    try:
-        supported = load_litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
-    except Exception:  # noqa: BLE001 - an unknown provider is decided by its first reply
-        return None
-    if not isinstance(supported, list):
-        return None
-    return "top_logprobs" in supported
+    supported = supported_openai_params(provider, model)  # None: an unknown provider's first reply decides
+    return None if supported is None else "top_logprobs" in supported
 
 
 def read_answer(response: Any) -> tuple[Any, str, str]:

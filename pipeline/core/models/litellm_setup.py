@@ -17,3 +17,33 @@ def load_litellm() -> Any:
     litellm.drop_params = True
     register_local_provider()  # cheap when already registered; tests may reset the provider map
     return litellm
+
+
+def supported_openai_params(provider: str, model: str) -> list[str] | None:
+    """litellm's `get_supported_openai_params` for one model (None where litellm cannot tell),
+    remembered per litellm version in the user cache: the workflow asks it while building its job
+    graph, and importing litellm there cost every Snakemake run about 3.5 CPU-s. The answer is a
+    function of litellm's version and the model alone, so the remembered one is the same answer."""
+    import importlib.metadata
+    import json
+
+    from pipeline.core.artifacts.io import user_cache_dir, write_json_atomic
+
+    path = user_cache_dir("litellm") / f"supported-params-{importlib.metadata.version('litellm')}.json"
+    key = f"{provider}/{model}"
+    try:
+        known: dict[str, list[str] | None] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if key in known:
+        return known[key]
+    try:
+        answer = load_litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # noqa: BLE001 - a provider litellm does not know: it cannot tell
+        answer = None
+    supported = [str(name) for name in answer] if isinstance(answer, list) else None
+    try:  # a lost race or an unwritable cache only means asking litellm again next time
+        write_json_atomic(path, {**known, key: supported})
+    except OSError:
+        pass
+    return supported
