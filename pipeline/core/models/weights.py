@@ -15,8 +15,10 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -40,6 +42,29 @@ def cache_root() -> Path:
     return user_cache_dir("models")
 
 
+@contextmanager
+def _one_parse_per_file() -> Iterator[None]:
+    """transformers parses the GGUF anew for the config, the tokenizer and the weights: three parses
+    of every metadata field, about 20 s each for gemma's 262k-token vocabulary on one core. Within
+    one conversion the first parse serves all three (the reader is only read from)."""
+    import gguf
+
+    original = gguf.GGUFReader
+    parsed: dict[tuple[str, str], Any] = {}
+
+    def reader(path: str | os.PathLike[str], mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in parsed:
+            parsed[key] = original(path, mode)  # type: ignore[arg-type]
+        return parsed[key]
+
+    gguf.GGUFReader = reader  # type: ignore[assignment,misc]  # transformers imports it at each call
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original  # type: ignore[misc]
+
+
 def _convert_once(target: Path, sha256: str, gguf: Callable[[], Path], discard_gguf: bool) -> Path:
     """De-quantize a GGUF into `target` (HF format with its tokenizer) unless a finished copy is there."""
     if (target / READY_MARKER).exists():
@@ -51,8 +76,9 @@ def _convert_once(target: Path, sha256: str, gguf: Callable[[], Path], discard_g
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         gguf_path = gguf()
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        with _one_parse_per_file():
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
         # the loaded weights are plain floats; a kept GGUF quantization config would make the saved
         # copy look quantized and trigger another conversion on load
         if hasattr(model.config, "quantization_config"):
