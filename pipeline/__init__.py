@@ -15,4 +15,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Read once, when numpy loads (numpy 2.4's names); naming a feature the CPU lacks is harmless.
 os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512_ICL AVX512_SPR")
 
+
+def _cpu_has_avx2() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            return any(line.startswith("flags") and " avx2" in line for line in cpuinfo)
+    except OSError:
+        return False
+
+
+# The same for torch (the embedded models and the xent judge): its kernels for AVX-512 give other
+# logits than its AVX2 kernels, so a sampled reply, and the game it is part of, would depend on
+# the machine. AVX2 is pinned only where the CPU has it (naming it elsewhere would be illegal).
+if "ATEN_CPU_CAPABILITY" not in os.environ and _cpu_has_avx2():
+    os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
+
 __version__ = "0.2.0"  # the one place the version is written (pyproject reads it)
