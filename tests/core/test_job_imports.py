@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("altair", "pandas", "pandera", "torch", "transformers", "litellm")
 RATE_PATHS = (
     "pipeline.whoisspy.report",
@@ -43,6 +45,7 @@ def _answers_in_a_fresh_process(cache: str) -> tuple[str, str]:
     return answers, imported
 
 
+@pytest.mark.slow  # imports litellm in a process of its own (about 4 CPU-s)
 def test_the_job_graph_asks_litellm_once_per_version(tmp_path: Path) -> None:
     """Building the workflow's job graph asks litellm which providers return log-probabilities
     (SKATE's answer mode); the answer is kept per litellm version, so later Snakemake runs and
