@@ -19,7 +19,7 @@ os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512_ICL AVX512_SPR"
 def _cpu_has_avx2() -> bool:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
-            return any(line.startswith("flags") and " avx2" in line for line in cpuinfo)
+            return any(line.startswith("flags") and "avx2" in line.split() for line in cpuinfo)
     except OSError:
         return False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -19,7 +20,8 @@ def load_litellm() -> Any:
     return litellm
 
 
-def supported_openai_params(provider: str, model: str) -> list[str] | None:
+@functools.cache  # the job graph asks once per round and model: read the file once per process
+def supported_openai_params(provider: str, model: str) -> tuple[str, ...] | None:
     """litellm's `get_supported_openai_params` for one model (None where litellm cannot tell),
     remembered per litellm version in the user cache: the workflow asks it while building its job
     graph, and importing litellm there cost every Snakemake run about 3.5 CPU-s. The answer is a
@@ -36,14 +38,15 @@ def supported_openai_params(provider: str, model: str) -> list[str] | None:
     except (OSError, ValueError):
         known = {}
     if key in known:
-        return known[key]
+        remembered = known[key]
+        return None if remembered is None else tuple(remembered)
     try:
         answer = load_litellm().get_supported_openai_params(model=model, custom_llm_provider=provider)
     except Exception:  # noqa: BLE001 - a provider litellm does not know: it cannot tell
         answer = None
-    supported = [str(name) for name in answer] if isinstance(answer, list) else None
+    supported = tuple(str(name) for name in answer) if isinstance(answer, list) else None
     try:  # a lost race or an unwritable cache only means asking litellm again next time
-        write_json_atomic(path, {**known, key: supported})
+        write_json_atomic(path, {**known, key: None if supported is None else list(supported)})
     except OSError:
         pass
     return supported
