@@ -8,7 +8,6 @@ import json
 import time
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 from pipeline.core.run.verbs import BenchmarkCommands, VerbCall, say
 
@@ -65,9 +64,9 @@ def play(args: VerbCall) -> int:
         play,
         done,
         at_once=models.parallel.games_per_job,
-        marker=cast(str, args.marker),
+        marker=args.marker,
         say=say,
-    )  # None: as before, run_shard's to refuse
+    )
 
 
 def _print_board(board, show: int) -> None:  # board: the leaderboard frame

@@ -26,8 +26,9 @@ except _EliminationParamsError as _exc:
     # benchmarks' targets still work; building the DAG of this benchmark's stops with the problem (the guard)
     ELIMINATION_GAMES, ELIMINATION_RATING = {}, ""
     PARAMS_PROBLEMS.setdefault("elimination", str(_exc))
-# API games are played many per job by shard jobs (pipeline/core/run/shards.py); the rest one job each
-ELIMINATION_SOLO, ELIMINATION_SHARDS = _elimination_jobs(
+# API games, and apart from them the embedded model's games, are played many per job by shard jobs
+# (pipeline/core/run/shards.py); bot-only games one job each
+ELIMINATION_SOLO, ELIMINATION_SHARDS, ELIMINATION_LOCAL_SHARDS = _elimination_jobs(
     {g.game_id: g.seats for g in ELIMINATION_GAMES.values()}, ELIMINATION_MODELS
 )
 # the files whose presence means a game is done, for the run's progress line (written when the run starts)
@@ -72,8 +73,11 @@ rule elimination_shard:
         shard_id="[0-9a-f]{16}",
     conda:
         PIPELINE_ENV
+    # the embedded model's games share its batch and both cores, as one such game does alone
+    threads: lambda wildcards: 2 if wildcards.shard_id in ELIMINATION_LOCAL_SHARDS else 1
     resources:
-        api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
+        # a cluster profile bounds the jobs that share the provider limits
+        api_jobs=lambda wildcards: 0 if wildcards.shard_id in ELIMINATION_LOCAL_SHARDS else 1,
     params:
         games=lambda wildcards: ",".join(ELIMINATION_SHARDS[wildcards.shard_id]),
         args=ELIMINATION_ARGS,

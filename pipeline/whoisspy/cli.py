@@ -8,7 +8,7 @@ import json
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pipeline.core.run.verbs import BenchmarkCommands, VerbCall
 
@@ -59,9 +59,9 @@ def play(args: VerbCall) -> int:
         play,
         partial(game_done, out),
         at_once=models.parallel.games_per_job,
-        marker=cast(str, args.marker),
+        marker=args.marker,
         say=say,
-    )  # None: as before, run_shard's to refuse
+    )
 
 
 def rate(args: VerbCall) -> int:

@@ -1,7 +1,8 @@
 # Who is Spy: one job per scheduled game (its output named by the game's content id), then `rate`
 # (every game into tables, TrueSkill ratings and metrics.json) and `report` (plots). Games of API
-# models are played by shard jobs instead, many games per process (pipeline/core/run/shards.py): each
-# game still writes its own content-named files; the shard's output is a marker.
+# models, and apart from them games of the embedded model, are played by shard jobs instead, many
+# games per process (pipeline/core/run/shards.py): each game still writes its own content-named
+# files; the shard's output is a marker.
 # The files `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive on, the
 # scheduled games are those of the round files in results/whoisspy/rounds (pipeline/whoisspy/schedule.py).
 from pipeline.core.artifacts.progress import announce_games
@@ -13,7 +14,7 @@ WHOISSPY_PARAMS = f"{PARAMS_DIR}/whoisspy.yaml"  # PARAMS_DIR: the Snakefile's p
 WHOISSPY_MODELS = f"{PARAMS_DIR}/models.yaml"
 # unreadable params schedule nothing and stop whoisspy's targets (PARAMS_PROBLEMS, the guard below)
 WHOISSPY_SEATS = scheduled_seats(WHOISSPY_PARAMS, WHOISSPY_MODELS, PARAMS_PROBLEMS)
-WHOISSPY_SOLO, WHOISSPY_SHARDS = jobs_for_games(WHOISSPY_SEATS, WHOISSPY_MODELS)
+WHOISSPY_SOLO, WHOISSPY_SHARDS, WHOISSPY_LOCAL_SHARDS = jobs_for_games(WHOISSPY_SEATS, WHOISSPY_MODELS)
 # the files whose presence means a game is done, for the run's progress line (written when the run starts)
 announce_games("whoisspy", [f"results/whoisspy/games/{g}.json" for g in WHOISSPY_SEATS])
 # the params file is not an input of the games (a game's id already covers what decides it)
@@ -46,7 +47,8 @@ rule whoisspy_shard:
     conda:
         PIPELINE_ENV
     resources:
-        api_jobs=1,  # a cluster profile bounds the jobs that share the provider limits
+        # a cluster profile bounds the jobs that share the provider limits
+        api_jobs=lambda wildcards: 0 if wildcards.shard_id in WHOISSPY_LOCAL_SHARDS else 1,
     params:
         games=lambda wildcards: ",".join(WHOISSPY_SHARDS[wildcards.shard_id]),
         args=WHOISSPY_ARGS,

@@ -153,19 +153,21 @@ def schedule(args: VerbCall) -> int:
 
 
 def play(args: VerbCall) -> int:
-    """Scheduled play jobs, one after the other: each job already plays its maps concurrently on one
-    batching judge, which is what the machine's cores are for."""
-    from pipeline.core.artifacts import write_json_atomic
-    from pipeline.xent.stages import play_stage
+    """One scheduled play job, or a shard of them on one event loop (pipeline.core.run.shards)."""
+    from pipeline.xent.stages import play_shard, play_stage
 
-    written = []
-    for job_id in args.jobs:
-        path = play_stage(args.params, args.models, None, job_id, args.args.maps, args.out)
+    if len(args.jobs) == 1 and args.marker is None:
+        path = play_stage(args.params, args.models, None, args.jobs[0], args.args.maps, args.out)
         print(f"wrote {path}", file=sys.stderr)
-        written.append({"job_id": job_id, "record": str(path)})
-    if args.marker:
-        write_json_atomic(Path(args.marker), {"jobs": written})
-    return 0
+        return 0
+    return play_shard(
+        args.params,
+        args.models,
+        args.jobs,
+        args.args.maps,
+        args.out,
+        args.marker,
+    )
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:

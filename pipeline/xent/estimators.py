@@ -43,7 +43,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pipeline.core.models import tokens_for_words
-from pipeline.core.run import CallEstimate, PlanContext, PlannedJob, PlannedMove, seat_estimates
+from pipeline.core.run import (
+    NO_MODEL,
+    CallEstimate,
+    PlanContext,
+    PlannedJob,
+    PlannedMove,
+    plan_shards,
+    seat_estimates,
+    summed,
+)
 
 PARAMS = "xent.yaml"  # in the run's params directory (PlanContext.params_file)
 #: visible tokens of the tags around a move: `<move>` and `</move>` (with a line break)
@@ -263,4 +272,23 @@ def estimate_play(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     ]
 
 
-ESTIMATORS = {"xent_play": estimate_play}
+def estimate_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    """A shard's play jobs (split as pipeline.xent.workflow splits them) that are not done yet, each
+    estimated as its own job and added up per model: a resumed shard plays only what is left."""
+    from pipeline.xent.stages import play_done
+
+    _, schedule = _load(context)
+    per_shard = context.models.parallel.games_per_job
+    shards = context.once("xent-shards", lambda: plan_shards([j.job_id for j in schedule.jobs], per_shard))
+    plays = context.path("results/xent/play")
+    estimates = [
+        e
+        for job_id in shards.get(job.wildcards["shard_id"], [])
+        if not play_done(schedule.job(None, job_id), plays)
+        for e in estimate_play(dataclasses.replace(job, wildcards={"job_id": job_id}), context)
+    ]
+    # every job done (a run killed before the marker): the shard still runs, and asks nothing
+    return summed(estimates) or [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
+
+
+ESTIMATORS = {"xent_play": estimate_play, "xent_shard": estimate_shard}

@@ -1,5 +1,6 @@
-# Xent: build maps (one job per game; stories sampled once and kept as literals) -> play (one job
-# per game and player, all maps concurrent on one batching judge; paths are content ids) ->
+# Xent: build maps (one job per game; stories sampled once and kept as literals) -> play (a job per
+# game and player, all maps concurrent on one batching judge; paths are content ids; many jobs per
+# process, as shards, unless parallel.games_per_job is 0) ->
 # rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
 # -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
 # The files `rescore`, `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive
@@ -53,9 +54,32 @@ rule xent_play:
         "--out results/xent/play 2> {log}"
 
 
+# With parallel.games_per_job > 0 (the default) the play jobs are played by shard jobs instead, many
+# jobs concurrently in one process (pipeline/core/run/shards.py): the judge and the embedded model load
+# once, and the jobs' requests share their batches. Each job still writes its own content-named
+# record; the shard's output is a marker.
+rule xent_shard:
+    input:
+        maps=lambda w: XENT_INPUTS.shard_maps[w.shard_id],
+    output:
+        marker="results/xent/shards/{shard_id}.json",
+    log:
+        "results/xent/logs/shards/{shard_id}.log",
+    wildcard_constraints:
+        shard_id="[0-9a-f]{16}",
+    conda:
+        PIPELINE_ENV
+    params:
+        jobs=lambda w: ",".join(XENT_INPUTS.shards[w.shard_id]),
+        args=XENT_ARGS,
+    shell:
+        "python -m pipeline xent play {params.jobs} {params.args} --maps results/xent/maps "
+        "--out results/xent/play --marker {output.marker} 2> {log}"
+
+
 rule xent_rescore:
     input:
-        records=XENT_INPUTS.jobs,
+        records=XENT_INPUTS.played,
         params=XENT_PARAMS,
         guard=params_guard(PARAMS_PROBLEMS, "xent"),  # names that resolve to nothing stop here
     output:
@@ -93,7 +117,7 @@ rule xent_rate:
 # `python -m pipeline run` builds this target between rounds (pipeline/core/run/rounds.py)
 rule xent_rounds:
     input:
-        records=XENT_INPUTS.jobs,
+        records=XENT_INPUTS.played,
         guard=params_guard(PARAMS_PROBLEMS, "xent"),
 
 

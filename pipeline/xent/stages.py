@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,10 +25,14 @@ from pipeline.core.artifacts.schemas import Schema, empty_table
 from pipeline.core.artifacts.tables import declared_columns
 from pipeline.xent.config import load_xent
 from pipeline.xent.records import RewardRecord, XentPlay
-from pipeline.xent.schedule import Schedule, build_schedule
+from pipeline.xent.schedule import PlayJob, Schedule, build_schedule
 from pipeline.xent.schemas import MovesSchema, RescoreSchema, RewardsSchema, RoundStatusSchema, TokenXentsSchema
 from pipeline.xent.values import Term, XentValue, combine
 from pipeline.xent.xgl import load_program
+
+if TYPE_CHECKING:
+    from pipeline.core.models import ModelsParams
+    from pipeline.xent.config import XentParams
 
 #: the largest difference between a play-time reward total and its rescored total (same judge)
 RESCORE_TOLERANCE_BITS = 1e-3
@@ -57,23 +61,39 @@ def build_stage(params_path: str, models_path: str, game: str, out: str, judge_c
 def play_stage(
     params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str
 ) -> Path:
-    from pipeline.core.models import Gateway, load_models, make_players
-    from pipeline.xent.judges import params_judge
-    from pipeline.xent.play import PlaySettings, job_record, play_job_maps
-    from pipeline.xent.settings import differences_note
+    """One play job in a process of its own."""
+    from pipeline.core.models import load_models
 
     params = load_xent(params_path)
     models = load_models(models_path)
     schedule = build_schedule(params, models, source=params_path)
     job = schedule.job(game_name, job_id)
-    game = schedule.games[job.game]
-    note = differences_note(params, list(schedule.differences), params_path)
+    note = _differences_note(params, schedule, params_path)
     if note:  # in every play job's log too: these scores are not the map set's
         print(note, file=sys.stderr)
+    return asyncio.run(play_job(params, models, schedule, job, maps_root, out))
+
+
+def _differences_note(params: XentParams, schedule: Schedule, params_path: str) -> str | None:
+    from pipeline.xent.settings import differences_note
+
+    return differences_note(params, list(schedule.differences), params_path)
+
+
+async def play_job(
+    params: XentParams, models: ModelsParams, schedule: Schedule, job: PlayJob, maps_root: str, out: str
+) -> Path:
+    """Play one job's maps on the running loop and write its record (last) and calls table. Jobs
+    played concurrently on one loop (a shard) share the judge's batches and the local model's."""
+    from pipeline.core.models import Gateway, make_players
+    from pipeline.xent.judges import params_judge
+    from pipeline.xent.play import PlaySettings, job_record, play_job_maps
+
+    game = schedule.games[job.game]
     judge = params_judge(params)
-    gateway = Gateway(models, job=f"xent/{job.game}/{job_id}")
+    gateway = Gateway(models, job=f"xent/{job.game}/{job.job_id}")
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
-    players = make_players(models, gateway, seed_from("xent", job_id), names=names, game="xent")
+    players = make_players(models, gateway, seed_from("xent", job.job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
     settings = PlaySettings(
         reply_max_tokens=params.replies.max_tokens,
@@ -82,11 +102,11 @@ def play_stage(
         protocol=params.replies.protocol,
     )
     opponent = players[job.opponent] if job.opponent else None
-    records = asyncio.run(play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings))
+    records = await play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings)
     record = XentPlay.model_validate(
         job_record(
             game,
-            job_id,
+            job.job_id,
             players[job.player],
             opponent,
             judge,
@@ -99,6 +119,44 @@ def play_stage(
     gateway.write_calls(path.with_suffix(".calls.parquet"))
     write_record(path, record)
     return path
+
+
+def play_done(job: PlayJob, out: str | Path) -> bool:
+    """Whether a play job's outputs are complete: its record (written last) beside its calls table."""
+    path = job.path(out)
+    return path.is_file() and path.with_suffix(".calls.parquet").is_file()
+
+
+def play_shard(
+    params_path: str, models_path: str, job_ids: Sequence[str], maps_root: str, out: str, marker: str | None
+) -> int:
+    """Several play jobs concurrently on one event loop (pipeline.core.run.shards): the judge and the
+    embedded model load once, and the jobs' requests share their batches. Finished jobs are skipped."""
+    from pipeline.core.models import load_models
+    from pipeline.core.run import ShardGame, run_shard, say
+
+    params = load_xent(params_path)
+    models = load_models(models_path)
+    schedule = build_schedule(params, models, source=params_path)
+    jobs = [schedule.job(None, job_id) for job_id in job_ids]
+    by_id = {job.job_id: job for job in jobs}
+    note = _differences_note(params, schedule, params_path)
+    if note:
+        say(note)
+
+    async def play(job: PlayJob) -> None:
+        path = await play_job(params, models, schedule, job, maps_root, out)
+        say(f"wrote {path}")
+
+    return run_shard(
+        [ShardGame(job.job_id, job) for job in jobs],
+        play,
+        lambda job_id: play_done(by_id[job_id], out),
+        at_once=models.parallel.games_per_job,
+        marker=marker,
+        say=say,
+        unit="play job",
+    )
 
 
 def _records(schedule: Schedule, plays: str) -> list[XentPlay]:

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.artifacts import ParamsError
-from pipeline.core.run import code_fingerprint
+from pipeline.core.run import code_fingerprint, plan_shards
 from pipeline.xent.xgl import ParseError
 
 if TYPE_CHECKING:
+    from pipeline.core.models import ModelsParams
     from pipeline.xent.config import XentParams
     from pipeline.xent.schedule import Schedule
 
@@ -24,20 +25,28 @@ class XentRuleInputs:
     maps: dict[str, list[str]] = field(default_factory=dict)  # game -> map files
     jobs: list[str] = field(default_factory=list)  # play record files
     job_maps: dict[str, list[str]] = field(default_factory=dict)  # job id -> its map files
+    # the play jobs as Snakemake runs them: shards of jobs (shard id -> job ids; every job computes
+    # with the embedded judge, so they all may share one), or with shards off one job each
+    shards: dict[str, list[str]] = field(default_factory=dict)
+    shard_maps: dict[str, list[str]] = field(default_factory=dict)  # shard id -> its jobs' map files
+    played: list[str] = field(default_factory=list)  # what `rescore` waits for: shard markers or records
     judges: list[str] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)  # what decides `rate`
     plots_code: str = ""  # what decides `report`
 
 
-def _scheduled(params_path: str, models_path: str) -> tuple[XentParams, Schedule] | ParamsError | ParseError:
-    """The params and their schedule, or why they cannot be scheduled (no map set imported yet)."""
+def _scheduled(
+    params_path: str, models_path: str
+) -> tuple[XentParams, Schedule, ModelsParams] | ParamsError | ParseError:
+    """The params, their schedule and the roster, or why they cannot be scheduled (no map set imported yet)."""
     from pipeline.core.models import load_models
     from pipeline.xent.config import load_xent
     from pipeline.xent.schedule import build_schedule
 
     try:
         params = load_xent(params_path)
-        return params, build_schedule(params, load_models(models_path), source=params_path)
+        models = load_models(models_path)
+        return params, build_schedule(params, models, source=params_path), models
     except (ParamsError, ParseError) as exc:
         return exc
 
@@ -49,13 +58,21 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
     scheduled = _scheduled(params_path, models_path)
     if isinstance(scheduled, Exception):
         return XentRuleInputs()
-    params, schedule = scheduled
+    params, schedule, models = scheduled
     inputs = XentRuleInputs()
     for game, specs in schedule.maps.items():
         inputs.maps[game] = [str(s.path(f"{root}/maps")) for s in specs]
     for job in schedule.jobs:
         inputs.jobs.append(str(job.path(f"{root}/play")))
         inputs.job_maps[job.job_id] = [str(m.path(f"{root}/maps")) for m in job.maps]
+    per_shard = models.parallel.games_per_job
+    if per_shard:  # one process loads the judge (and the embedded model) once for many jobs
+        inputs.shards = plan_shards([job.job_id for job in schedule.jobs], per_shard)
+        for shard_id, job_ids in inputs.shards.items():
+            inputs.shard_maps[shard_id] = sorted({m for job_id in job_ids for m in inputs.job_maps[job_id]})
+        inputs.played = [f"{root}/shards/{shard_id}.json" for shard_id in sorted(inputs.shards)]
+    else:  # shards off: every job its own Snakemake output, as before shards
+        inputs.played = list(inputs.jobs)
     inputs.judges = [params.judge, *params.rescore_judges]
     inputs.report = {
         "rating": params.rating.model_dump(mode="json"),
@@ -76,6 +93,6 @@ def schedule_notes(params_path: str, models_path: str) -> list[str]:
     scheduled = _scheduled(params_path, models_path)
     if isinstance(scheduled, Exception):
         return [f"xent: nothing scheduled ({str(scheduled).splitlines()[0]}); its jobs fail until this is fixed"]
-    params, schedule = scheduled
+    params, schedule, _ = scheduled
     note = differences_note(params, list(schedule.differences), params_path)
     return [note] if note else []

@@ -275,7 +275,7 @@ class ParallelSettings(Strict):
         64,
         ge=0,
         le=10000,
-        description="an integer >= 0: API games one job plays concurrently on one event loop (0: no shards, every game its own job and Snakemake output; games with the embedded model always keep one job per game)",
+        description="an integer >= 0: games one job plays concurrently on one event loop, API games and the embedded model's in shards apart (0: no shards, every game its own job and Snakemake output; bot-only games always keep one job each)",
     )
 
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from pipeline.core import lazy_exports
 
 if TYPE_CHECKING:
-    from pipeline.core.run.estimates import PlanContext, PlannedMove, seat_estimates, shard_estimates
+    from pipeline.core.run.estimates import PlanContext, PlannedMove, seat_estimates, shard_estimates, summed
     from pipeline.core.run.plan import NO_MODEL, CallEstimate, PlannedJob
     from pipeline.core.run.registry import Benchmark, benchmark, benchmarks, names
-    from pipeline.core.run.shards import ShardGame, game_done, jobs_for_games, run_shard
+    from pipeline.core.run.shards import ShardGame, game_done, jobs_for_games, plan_shards, run_shard
     from pipeline.core.run.verbs import BenchmarkCommands, job_ids, say
     from pipeline.core.run.workflow import code_fingerprint
 
@@ -25,6 +25,7 @@ _EXPORTS = {
     "PlannedMove": "estimates",
     "seat_estimates": "estimates",
     "shard_estimates": "estimates",
+    "summed": "estimates",
     "NO_MODEL": "plan",
     "CallEstimate": "plan",
     "PlannedJob": "plan",
@@ -35,6 +36,7 @@ _EXPORTS = {
     "ShardGame": "shards",
     "game_done": "shards",
     "jobs_for_games": "shards",
+    "plan_shards": "shards",
     "run_shard": "shards",
     "BenchmarkCommands": "verbs",
     "job_ids": "verbs",
@@ -57,9 +59,11 @@ __all__ = [
     "game_done",
     "job_ids",
     "jobs_for_games",
+    "plan_shards",
     "names",
     "run_shard",
     "say",
     "seat_estimates",
     "shard_estimates",
+    "summed",
 ]

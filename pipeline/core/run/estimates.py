@@ -227,7 +227,7 @@ def shard_estimates(
     from pipeline.core.run.shards import game_done, jobs_for_games
 
     shards = context.once(
-        f"{bench}-shards", lambda: jobs_for_games(dict(seats_by_game), context.path(context.models_path))[1]
+        f"{bench}-shards", lambda: jobs_for_games(dict(seats_by_game), context.path(context.models_path)).shards
     )
     games = context.path(f"results/{bench}/games")
     finished = done or (lambda game_id: game_done(games, game_id))

@@ -17,7 +17,10 @@ What stays as with one job per game:
 
 The job's Snakemake output is a small marker named by the shard's content id (its game ids), so
 the games of a shard are not Snakemake outputs and are never deleted when the shard reruns.
-Games with the embedded model (each process loads its own) or without any API seat keep one job
+Games with the embedded model go to shards of their own: the process loads the model once, and its
+games' requests share the decoding batch (pipeline.core.models.local_batch), whose replies do not
+depend on what shares a step, so a game plays the same as in a job of its own. A process then pays
+the model's imports and load (about 9 CPU-s) once, not once per game. Bot-only games keep one job
 per game, as before.
 """
 
@@ -29,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from pipeline.core.artifacts.io import content_id, write_json_atomic
 from pipeline.core.models.concurrency import gather_moves
@@ -39,12 +42,14 @@ log = logging.getLogger(__name__)
 Game = TypeVar("Game")
 
 
-def plays_api(seats: Iterable[str], models: ModelsParams) -> bool:
-    """Whether a game belongs in a shard: an API model plays it and the embedded model does not."""
+def shard_kind(seats: Iterable[str], models: ModelsParams) -> str | None:
+    """Which shards a game belongs in: `local` when the embedded model plays a seat (those games
+    share its batch, and their job wants the cores), `api` when an API model plays and the embedded
+    model does not, None for bots only (one job each: a game takes milliseconds)."""
     entries = [models.entry(name) for name in set(seats)]
     if any(e.provider == "local" for e in entries):
-        return False
-    return any(not e.is_bot for e in entries)
+        return "local"
+    return "api" if any(not e.is_bot for e in entries) else None
 
 
 def plan_shards(game_ids: Iterable[str], games_per_job: int) -> dict[str, list[str]]:
@@ -111,10 +116,10 @@ def write_marker(path: str | Path, shard_games: Sequence[str], outcome: ShardOut
     write_json_atomic(Path(path), {"games": sorted(shard_games), "played": outcome.played, "skipped": outcome.skipped})
 
 
-def failure_message(outcome: ShardOutcome) -> str:
+def failure_message(outcome: ShardOutcome, unit: str = "game") -> str:
     first_id, first_error = next(iter(outcome.failed.items()))
     return (
-        f"{len(outcome.failed)} game(s) of this shard failed (first: {first_id}: {first_error}); "
+        f"{len(outcome.failed)} {unit}(s) of this shard failed (first: {first_id}: {first_error}); "
         f"{len(outcome.played)} finished and were written, {len(outcome.skipped)} were already done. "
         "Rerun the same command: only the unfinished games are played, answered requests come from the cache. "
         "Their attempts so far: `python -m pipeline plan` (results/plan/unfinished_calls.parquet)."
@@ -143,36 +148,46 @@ def run_shard(
     is_done: Callable[[str], bool],
     *,
     at_once: int,
-    marker: str | Path,
+    marker: str | Path | None,
     say: Callable[[str], None],
+    unit: str = "game",
 ) -> int:
-    """A shard job end to end: play, report each game, write the marker when all are done.
-    Returns the process exit status (1 when a game failed)."""
+    """A shard job end to end: play, report each game, write the marker (if one is named) when all are done.
+    Returns the process exit status (1 when a game failed). `unit` names a game in the log lines."""
     total = len(games)
     finished = 0
 
     def on_game_end(game_id: str, ok: bool) -> None:
         nonlocal finished
         finished += 1
-        say(f"game {game_id} {'finished' if ok else 'FAILED'} ({finished} of {total - len(skipped)} to play)")
+        say(f"{unit} {game_id} {'finished' if ok else 'FAILED'} ({finished} of {total - len(skipped)} to play)")
 
     skipped = [g.game_id for g in games if is_done(g.game_id)]
     say(
-        f"shard of {total} game(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once"
+        f"shard of {total} {unit}(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once"
     )
     outcome = asyncio.run(play_shard(games, play, is_done, at_once=at_once, on_game_end=on_game_end))
     if not outcome.ok:
-        say(f"error: {failure_message(outcome)}")
+        say(f"error: {failure_message(outcome, unit)}")
         return 1
-    write_marker(marker, [g.game_id for g in games], outcome)
-    say(f"played {len(outcome.played)} game(s) in {outcome.seconds:.1f}s; {len(outcome.skipped)} were already done")
+    if marker is not None:
+        write_marker(marker, [g.game_id for g in games], outcome)
+    say(f"played {len(outcome.played)} {unit}(s) in {outcome.seconds:.1f}s; {len(outcome.skipped)} were already done")
     return 0
 
 
-def jobs_for_games(
-    seats_by_game: dict[str, Sequence[str]], models_path: str | Path
-) -> tuple[list[str], dict[str, list[str]]]:
-    """For a benchmark's rules: the games that keep one job each, and the shards of API games.
+class GameJobs(NamedTuple):
+    """How a benchmark's games become jobs: `solo` games one job each, `shards` by shard id, and
+    which shards play the embedded model (`local`: their job wants the cores, not a provider slot)."""
+
+    solo: list[str]
+    shards: dict[str, list[str]]
+    local: frozenset[str]
+
+
+def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | Path) -> GameJobs:
+    """For a benchmark's rules: the games that keep one job each, and the shards: those of API games
+    and, apart from them, those of games with the embedded model.
 
     With an unreadable roster every game keeps its own job (the benchmark's jobs then report it)."""
     from pipeline.core.artifacts.params import ParamsError
@@ -180,10 +195,13 @@ def jobs_for_games(
 
     try:
         models = load_models(models_path)
-        api = {g for g, seats in seats_by_game.items() if plays_api(seats, models)}
+        kinds = {g: shard_kind(seats, models) for g, seats in seats_by_game.items()}
     except (ParamsError, KeyError):
-        return list(seats_by_game), {}
+        return GameJobs(list(seats_by_game), {}, frozenset())
     if models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
-        return list(seats_by_game), {}
-    solo = [g for g in seats_by_game if g not in api]
-    return solo, plan_shards(api, models.parallel.games_per_job)
+        return GameJobs(list(seats_by_game), {}, frozenset())
+    solo = [g for g in seats_by_game if kinds[g] is None]
+    api = plan_shards([g for g, k in kinds.items() if k == "api"], models.parallel.games_per_job)
+    # never mixed: a local shard computes on the cores, an API shard waits on the network
+    local = plan_shards([g for g, k in kinds.items() if k == "local"], models.parallel.games_per_job)
+    return GameJobs(solo, {**api, **local}, frozenset(local))
