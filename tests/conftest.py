@@ -25,6 +25,9 @@ import pytest
 import yaml
 
 from pipeline.core.models.roster import ModelsParams
+from pipeline.forkserver import ADDRESS_VARIABLE as FORK_SERVER_VARIABLE
+from pipeline.forkserver import ForkServer
+from pipeline.forkserver import start as start_fork_server
 
 # The test process keeps what it compiles: pytest's assertion-rewritten test modules (about 4.5
 # CPU-s for the whole suite, paid again by every xdist worker at every run) and the package's own
@@ -58,6 +61,24 @@ LONGEST_FILES = (
     "tests/core/models/test_provider_faults.py",
     "tests/core/models/test_budget.py",
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_server() -> Iterator[ForkServer | None]:
+    """One warm fork server per test process for the `python -m pipeline` jobs the tests start
+    (pipeline/forkserver.py): each job then skips about 0.7 CPU-s of imports, 3.5 with
+    litellm, which the suite's hundreds of jobs paid again and again. A job runs the same either way;
+    PIPELINE_TEST_FORK_SERVER=0 turns it off."""
+    if os.environ.get("PIPELINE_TEST_FORK_SERVER", "1") == "0":
+        yield None
+        return
+    server = start_fork_server()
+    os.environ[FORK_SERVER_VARIABLE] = server.address
+    try:
+        yield server
+    finally:
+        os.environ.pop(FORK_SERVER_VARIABLE, None)
+        server.stop()
 
 
 def models_params(roster: list[dict[str, Any]], **extra: Any) -> ModelsParams:

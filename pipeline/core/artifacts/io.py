@@ -47,11 +47,16 @@ def seed_from(*parts: Any) -> int:
 PAUSE_ENV = "PIPELINE_PAUSE_BEFORE_RENAME"
 # temp files carry their writer (host and pid), so a later write of the same file can remove the
 # temp a killed writer left behind without touching one another live process is still writing
-_OWNER = f"{socket.gethostname().replace('.', '_')}-{os.getpid()}"
+_HOST = socket.gethostname().replace(".", "_")
+
+
+def _owner() -> str:
+    """This writer: the pid read at each write, as a forked process (a fork server's job) is another writer."""
+    return f"{_HOST}-{os.getpid()}"
 
 
 def _remove_stale_temps(target: Path) -> None:
-    host = _OWNER.rsplit("-", 1)[0]
+    host = _HOST
     for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(host)}-*.tmp"):
         pid = temp.name[len(target.name) + len(host) + 3 :].split(".", 1)[0]
         if not pid.isdigit() or pid_alive(int(pid)):
@@ -96,7 +101,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     """Open a temp file beside `path`; on clean exit fsync and rename it over `path`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{_OWNER}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{_owner()}.", suffix=".tmp", dir=target.parent)
     binary = "b" in mode
     os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; artifacts are meant to be shared
     try:

@@ -121,7 +121,8 @@ def write_models(
 
 
 def env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_")}
+    # the user's pipeline settings out; the tests' fork server (tests/conftest.py) stays
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PIPELINE_") or k == "PIPELINE_FORK_SERVER"}
     base.update(PATH=f"{PYTHON_BIN}:{os.environ['PATH']}", OPENAI_API_KEY="sk-fake-reliability-tests")
     base.update(extra)
     return base
