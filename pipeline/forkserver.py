@@ -15,7 +15,9 @@ group. Its exit status, or the signal that ended it, becomes the client's. What 
 modules already imported (so settings read at import time are the server's; the package reads its
 own, in `pipeline/__init__.py`, before anything else, and the client sends the environment it set)
 and the hash seed. Declined, and run by the client itself:
-- a package other than the server's (a project copy with its own `pipeline/`: its code may differ);
+- a package whose files differ from those the server imported (a project copy with code of its
+  own, or a file edited since the server started): the client sends a digest of its package's
+  files (about 15 ms), so a copy of the same code is served and stale code never runs;
 - `run` and `plan`, which start Snakemake and own its process group and terminal;
 - a job of a cluster scheduler (SLURM_JOB_ID set): it runs on its node, within its allocation.
 Module state set at import is the one hazard: anything naming "this process" must read its pid at
@@ -32,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import hashlib
 import json
 import os
 import random
@@ -57,9 +60,20 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
 _HEADER = struct.Struct("!I")
 
 
-def package_dir() -> str:
-    """The `pipeline` package this process imported (a server serves only its own)."""
-    return str(Path(__file__).resolve().parents[1])
+def package_digest() -> str:
+    """A digest of every file of the `pipeline` package this process runs (names and contents,
+    caches aside): a server runs a command only for the code it imported."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=16)
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+            digest.update(b"\0")
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +91,13 @@ def delegate(address: str, argv: list[str]) -> int | None:
     try:
         client.connect(address)
         request = json.dumps(
-            {"argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ), "package": package_dir()}
+            {
+                "argv": argv,
+                "argv0": sys.argv[0],
+                "cwd": os.getcwd(),
+                "env": dict(os.environ),
+                "package": package_digest(),
+            }
         ).encode()
         socket.send_fds(client, [_HEADER.pack(len(request))], [0, 1, 2])
         client.sendall(request)
@@ -128,6 +148,7 @@ def preload() -> None:
 
 def serve(address: str) -> None:
     """Accept commands at `address` until the process that started the server is gone."""
+    own = package_digest()  # before the imports: a file edited meanwhile makes every client differ
     preload()
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -141,7 +162,7 @@ def serve(address: str) -> None:
     gc.freeze()
     signal.signal(signal.SIGTERM, _stop)  # `ForkServer.stop`: collect what ended, then go
     try:
-        _accept(listener, parent)
+        _accept(listener, parent, own)
     except SystemExit:
         _reap()
 
@@ -150,8 +171,7 @@ def _stop(_signum: int, _frame: Any) -> None:
     raise SystemExit(0)
 
 
-def _accept(listener: socket.socket, parent: int) -> None:
-    own = package_dir()
+def _accept(listener: socket.socket, parent: int, own: str) -> None:
     while os.getppid() == parent:
         ready, _, _ = select.select([listener], [], [], 1.0)
         _reap()

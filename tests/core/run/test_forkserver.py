@@ -68,8 +68,12 @@ def test_a_command_run_by_the_server_is_the_command_run_alone(server: ForkServer
 
 def test_what_the_server_must_not_run_runs_in_the_client(server: ForkServer, tmp_path: Path) -> None:
     assert delegated(["run", "--help"], server.address) == "STATUS None"  # starts Snakemake: its own process
-    copy = tmp_path / "copy"  # a project copy with its own package: its code may differ from the server's
+    copy = tmp_path / "copy"  # a project copy of the same code is served ...
     shutil.copytree(REPO / "pipeline", copy / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    assert delegated(["whoisspy", "--help"], server.address, cwd=copy) == "STATUS 0"
+    # ... one whose code differs is not: the server would run the code it imported, not the copy's
+    with (copy / "pipeline/whoisspy/rules.smk").open("a") as rules:
+        rules.write("\n# edited\n")
     assert delegated(["whoisspy", "--help"], server.address, cwd=copy) == "STATUS None"
     assert delegated(["whoisspy", "--help"], str(tmp_path / "no-server.sock")) == "STATUS None"
 
