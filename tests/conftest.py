@@ -64,12 +64,14 @@ LONGEST_FILES = (
 
 
 @pytest.fixture(scope="session", autouse=True)
-def fork_server() -> Iterator[ForkServer | None]:
+def fork_server(request: pytest.FixtureRequest) -> Iterator[ForkServer | None]:
     """One warm fork server per test process for the `python -m pipeline` jobs the tests start
     (pipeline/forkserver.py): each job then skips about 0.7 CPU-s of imports, 3.5 with
-    litellm, which the suite's hundreds of jobs paid again and again. A job runs the same either way;
-    PIPELINE_TEST_FORK_SERVER=0 turns it off."""
-    if os.environ.get("PIPELINE_TEST_FORK_SERVER", "1") == "0":
+    litellm, which the suite's hundreds of jobs paid again and again. A job runs the same either way.
+    Started only where integration tests run (its own imports cost about 3.5 CPU-s; the unit tier
+    starts few jobs); PIPELINE_TEST_FORK_SERVER=0 turns it off."""
+    wanted = any(item.get_closest_marker("slow") for item in request.session.items)
+    if not wanted or os.environ.get("PIPELINE_TEST_FORK_SERVER", "1") == "0":
         yield None
         return
     server = start_fork_server()

@@ -19,6 +19,7 @@ import yaml
 from pipeline.forkserver import ADDRESS_VARIABLE, ForkServer
 from pipeline.testing.loopback import LoopbackServer
 
+pytestmark = pytest.mark.slow  # subprocesses and a loopback provider; and the server starts where slow tests run
 REPO = Path(__file__).resolve().parents[3]
 
 
