@@ -263,14 +263,24 @@ def _supervise_command(conn: socket.socket, request: dict[str, Any], fds: list[i
         os.close(fd)
     try:
         conn.sendall(f"pid {pid}\n".encode())
-    except OSError:
-        _kill_group(pid)
-    pidfd = os.pidfd_open(pid)
+        _watch(conn, pid)
+    except BaseException:
+        _kill_group(pid)  # whatever went wrong here, the command does not outlive its supervisor
+        raise
+
+
+def _watch(conn: socket.socket, pid: int) -> None:
+    """Until the command ends (its status to the client) or the client does (the command killed)."""
+    try:
+        ended: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # a kernel before 5.3: look every 50 ms instead
+        ended = None
     pending = b""
     while True:
-        ready, _, _ = select.select([conn.fileno(), pidfd], [], [])
-        if pidfd in ready:
-            _, status = os.waitpid(pid, 0)
+        watched = [conn.fileno()] if ended is None else [conn.fileno(), ended]
+        ready, _, _ = select.select(watched, [], [], None if ended is not None else 0.05)
+        done, status = os.waitpid(pid, os.WNOHANG) if ended is None or ended in ready else (0, 0)
+        if done:
             end = (
                 f"signal {os.WTERMSIG(status)}"
                 if os.WIFSIGNALED(status)
@@ -279,6 +289,8 @@ def _supervise_command(conn: socket.socket, request: dict[str, Any], fds: list[i
             with contextlib.suppress(OSError):
                 conn.sendall(f"{end}\n".encode())
             os._exit(0)
+        if conn.fileno() not in ready:
+            continue
         try:
             data = conn.recv(4096)
         except OSError:
@@ -311,19 +323,19 @@ def _run_command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    random.seed()  # fresh entropy, as a new process has (backoff jitter must not repeat across jobs)
-    if "numpy" in sys.modules:
-        sys.modules["numpy"].random.seed()
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    sys.argv = [request["argv0"], *request["argv"]]
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(line_buffering=stream is sys.stderr or os.isatty(stream.fileno()))
-    from pipeline.cli import main
-
     try:
+        random.seed()  # fresh entropy, as a new process has (backoff jitter must not repeat across jobs)
+        if "numpy" in sys.modules:
+            sys.modules["numpy"].random.seed()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [request["argv0"], *request["argv"]]
+        for stream in (sys.stdout, sys.stderr):
+            if hasattr(stream, "reconfigure"):
+                stream.reconfigure(line_buffering=stream is sys.stderr or os.isatty(stream.fileno()))
+        from pipeline.cli import main
+
         code = _exit_code(main(request["argv"]))
     except SystemExit as exc:
         code = _exit_code(exc.code)
