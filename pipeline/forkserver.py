@@ -184,12 +184,10 @@ def _accept(listener: socket.socket, parent: int, own: str) -> None:
         except (OSError, ValueError):
             conn.close()
             continue
-        if request.get("package") != own or (request["argv"][:1] and request["argv"][0] in NOT_DELEGATED):
-            with contextlib.suppress(OSError):
-                conn.sendall(b"decline\n")
-            _close(conn, fds)
-            continue
-        if threading.active_count() != 1:  # a fork copies only this thread: refuse rather than risk a lock
+        other_code = request.get("package") != own
+        not_ours = bool(request["argv"][:1]) and request["argv"][0] in NOT_DELEGATED
+        threads = threading.active_count() != 1  # a fork copies only this thread: refuse rather than risk a lock
+        if other_code or not_ours or threads:
             with contextlib.suppress(OSError):
                 conn.sendall(b"decline\n")
             _close(conn, fds)
@@ -243,8 +241,6 @@ def _supervise(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> 
     It never returns to the server's loop, whatever happens."""
     try:
         _supervise_command(conn, request, fds)
-    except SystemExit:
-        raise  # the command's own exit, in the forked command
     except BaseException:  # noqa: BLE001 - a supervisor that fails says so and ends, the client then sees exit 1
         os._exit(1)
 

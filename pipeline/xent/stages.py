@@ -62,22 +62,24 @@ def play_stage(
     params_path: str, models_path: str, game_name: str | None, job_id: str, maps_root: str, out: str
 ) -> Path:
     """One play job in a process of its own."""
+    params, models, schedule = _play_setup(params_path, models_path)
+    job = schedule.job(game_name, job_id)
+    return asyncio.run(play_job(params, models, schedule, job, maps_root, out))
+
+
+def _play_setup(params_path: str, models_path: str) -> tuple[XentParams, ModelsParams, Schedule]:
+    """What a play process loads once: params, roster and schedule; how they differ from the map set
+    goes in its log too (these scores are not the map set's)."""
     from pipeline.core.models import load_models
+    from pipeline.xent.settings import differences_note
 
     params = load_xent(params_path)
     models = load_models(models_path)
     schedule = build_schedule(params, models, source=params_path)
-    job = schedule.job(game_name, job_id)
-    note = _differences_note(params, schedule, params_path)
-    if note:  # in every play job's log too: these scores are not the map set's
+    note = differences_note(params, list(schedule.differences), params_path)
+    if note:
         print(note, file=sys.stderr)
-    return asyncio.run(play_job(params, models, schedule, job, maps_root, out))
-
-
-def _differences_note(params: XentParams, schedule: Schedule, params_path: str) -> str | None:
-    from pipeline.xent.settings import differences_note
-
-    return differences_note(params, list(schedule.differences), params_path)
+    return params, models, schedule
 
 
 async def play_job(
@@ -122,9 +124,11 @@ async def play_job(
 
 
 def play_done(job: PlayJob, out: str | Path) -> bool:
-    """Whether a play job's outputs are complete: its record (written last) beside its calls table."""
-    path = job.path(out)
-    return path.is_file() and path.with_suffix(".calls.parquet").is_file()
+    """Whether a play job's outputs are complete: its record (written last) beside its calls table,
+    as the shards' own rule reads a game's (`pipeline.core.run.game_done`)."""
+    from pipeline.core.run import game_done
+
+    return game_done(job.path(out).parent, job.job_id)
 
 
 def play_shard(
@@ -132,17 +136,11 @@ def play_shard(
 ) -> int:
     """Several play jobs concurrently on one event loop (pipeline.core.run.shards): the judge and the
     embedded model load once, and the jobs' requests share their batches. Finished jobs are skipped."""
-    from pipeline.core.models import load_models
     from pipeline.core.run import ShardGame, run_shard, say
 
-    params = load_xent(params_path)
-    models = load_models(models_path)
-    schedule = build_schedule(params, models, source=params_path)
+    params, models, schedule = _play_setup(params_path, models_path)
     jobs = [schedule.job(None, job_id) for job_id in job_ids]
     by_id = {job.job_id: job for job in jobs}
-    note = _differences_note(params, schedule, params_path)
-    if note:
-        say(note)
 
     async def play(job: PlayJob) -> None:
         path = await play_job(params, models, schedule, job, maps_root, out)

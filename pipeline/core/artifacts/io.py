@@ -56,9 +56,8 @@ def _owner() -> str:
 
 
 def _remove_stale_temps(target: Path) -> None:
-    host = _HOST
-    for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(host)}-*.tmp"):
-        pid = temp.name[len(target.name) + len(host) + 3 :].split(".", 1)[0]
+    for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(_HOST)}-*.tmp"):
+        pid = temp.name[len(target.name) + len(_HOST) + 3 :].split(".", 1)[0]
         if not pid.isdigit() or pid_alive(int(pid)):
             continue
         try:
