@@ -144,9 +144,12 @@ def play(round_: Round, field: Field, noise: dict[str, np.ndarray], games: dict[
     return events
 
 
-def run_schedule(kind: str, field: Field, seats: int, rounds: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
-    """Play `rounds` rounds; return the events and the game count after each round."""
-    schedule = AdaptiveSchedule(seats=seats, tables_per_round=len(field.names) // seats)
+def run_schedule(
+    kind: str, field: Field, seats: int, rounds: int, seed: int, tables: int | None = None
+) -> tuple[list[RatingEvent], list[int]]:
+    """Play `rounds` rounds of `tables` tables (None: as many as the field fills); return the
+    events and the game count after each round."""
+    schedule = AdaptiveSchedule(seats=seats, tables_per_round=tables or len(field.names) // seats)
     standings: dict[str, Standing] = {name: new_standing(PARAMS) for name in field.names}
     games = dict.fromkeys(field.names, 0)
     outcome_rng = np.random.default_rng(seed_from("adaptive-bench-outcomes", len(field.names), seats, seed))
@@ -212,7 +215,9 @@ def coverage(events: list[RatingEvent], field: Field, resamples: int, passes: in
 
 def measure(n: int, shape: str, seeds: int, args: argparse.Namespace) -> dict[str, Any]:
     seats = SHAPES[shape]
-    tables = n // seats
+    # `--round-share` below 1: fewer tables a round than the field fills, so the adaptive schedule
+    # chooses who plays as well as who meets whom (the fixed one seats the least played first)
+    tables = max(1, round(n // seats * args.round_share))
     rounds = math.ceil(GAMES_PER_MODEL[shape] * n / (seats * tables))
     # Every round while that is affordable, so small game counts are resolved; else evenly spaced.
     check_rounds = sorted({max(1, round(rounds * (k + 1) / args.checkpoints)) for k in range(args.checkpoints)})
@@ -225,7 +230,7 @@ def measure(n: int, shape: str, seeds: int, args: argparse.Namespace) -> dict[st
         played[kind] = []
         for s in range(seeds):
             field = make_field(n, s)
-            events, after = run_schedule(kind, field, seats, rounds, s)
+            events, after = run_schedule(kind, field, seats, rounds, s, tables)
             games_axis = [after[r - 1] for r in check_rounds]
             per_seed.append(tau_curve(events, field, games_axis, args.passes, s))
             played[kind].append(events)
@@ -858,6 +863,153 @@ def measure_skate(args: argparse.Namespace, every: int) -> dict[str, Any]:
     return section
 
 
+# -- the real benchmark: Xent maps between graded bots ----------------------------------------------
+XENT_SEATS = 2
+XENT_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_xent_accuracy"
+XENT_GAME = "condense"  # one player against the judge: no opponent bot's moves in the scores
+
+
+def xent_field(bots: int, low: float = 0.0, high: float = 1.0, maps: int = 20) -> RealField:
+    """Graded xent bots (`bot: heuristic`, `bot_options.skill` from `low` to `high`) on `maps` maps of
+    condense, one round a map, scored by the params' judge (the embedded gemma-3-270m). A heuristic
+    move names content words of the visible text, which make the story cheaper for the judge to
+    predict; a random move is filler words. The params are the adaptive game's: tables of two."""
+    from pipeline.core.models import ModelsParams
+    from pipeline.xent.config import XentParams
+
+    skills = [round(low + (high - low) * k / (bots - 1), 4) for k in range(bots)]
+    names = tuple(f"skill-{p:.2f}" for p in skills)
+    roster = [{"name": n, "bot": "heuristic", "bot_options": {"skill": p}} for n, p in zip(names, skills)]
+    models = ModelsParams.model_validate({"roster": roster})
+    params = XentParams.model_validate(
+        {
+            "players": list(names),
+            "opponent": names[0],  # condense has no opponent role: it plays no move
+            "games": [XENT_GAME],
+            "maps_per_game": maps,
+            "rounds": 1,
+            "schedule": {"adaptive": {"enabled": True, "table_size": XENT_SEATS, "tables_per_round": 1}},
+        }
+    )
+    order = sorted(names, key=lambda n: -skills[names.index(n)])
+    return RealField(models, params, params.rating.rating_params(), names, {n: k for k, n in enumerate(order, 1)})
+
+
+@dataclass
+class XentWork:
+    """Plays made and found (made by the seed's other schedule: the same jobs), and their seconds."""
+
+    made: int = 0
+    found: int = 0
+    play_s: float = 0.0
+    build_s: float = 0.0
+
+
+def xent_rounds(field: RealField, seed: int, root: Path, work: XentWork) -> PlayRound:
+    """Plays a round's tables as real Xent plays under `root` (the seed's folder: its params, with the
+    map seed `1000 * seed`, its maps and its play records): each table is dealt a map as the ledger
+    deals it (`seated_games`), each seat plays its job of that map unless its record exists (a play two
+    tables share is made once), and the table's event is the benchmark's `AdaptiveSpec.event` (the
+    seats ranked by map score)."""
+    import asyncio
+    import os
+
+    from pipeline.core.run.rounds import RoundGame
+    from pipeline.xent.adaptive import event as table_event
+    from pipeline.xent.schedule import build_schedule, map_catalogue, seated_games, table_jobs
+    from pipeline.xent.stages import build_stage, play_done, play_job
+
+    params = field.params.model_copy(update={"seed": 1000 * seed})
+    folder = root / f"seed-{seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    source = "params/xent.yaml"
+    maps_root, plays = folder / "results/xent/maps", folder / "results/xent/play"
+    here = Path.cwd()
+    os.chdir(folder)  # the maps' folder is relative to the working directory, as in the workflow
+    try:
+        (folder / "params").mkdir(exist_ok=True)
+        (folder / source).write_text(params.model_dump_json())
+        if not (maps_root / XENT_GAME).is_dir():
+            t0 = time.perf_counter()
+            build_stage(source, "params/models.yaml", XENT_GAME, str(maps_root), None)
+            work.build_s += time.perf_counter() - t0
+        catalogue = map_catalogue(params, source)
+        # the games as the fixed schedule knows them: `play_job` reads a job's game from there
+        fixed = type(params).model_validate({**params.model_dump(mode="json"), "schedule": {}})
+        schedule = build_schedule(fixed, field.models, source)
+    finally:
+        os.chdir(here)
+    earlier: list[RoundGame] = []
+
+    def play_round(round_: Round) -> list[RatingEvent]:
+        os.chdir(folder)
+        try:
+            games = seated_games(round_.tables, earlier, params, field.models, source)
+            events: list[RatingEvent] = []
+            for game in games:
+                for job in table_jobs(game, params, field.models, catalogue, "bench", "rounds"):
+                    if play_done(job, plays):
+                        work.found += 1
+                        continue
+                    t0 = time.perf_counter()
+                    asyncio.run(play_job(params, field.models, schedule, job, str(maps_root), str(plays)))
+                    work.play_s += time.perf_counter() - t0
+                    work.made += 1
+                made = table_event(folder / "results/xent", game)
+                if made is not None:
+                    events.append(made)
+            earlier.extend(games)
+            return events
+        finally:
+            os.chdir(here)
+
+    return play_round
+
+
+def run_xent(
+    kind: str, field: RealField, games: int, seed: int, *, root: Path, work: dict[int, XentWork]
+) -> tuple[list[RatingEvent], list[int]]:
+    """`games` tables of two on real Xent maps, one a round (`run_rounds`); the seed's plays are shared
+    by both schedules (the same job ids where they deal the same map to the same player)."""
+    return run_rounds(
+        kind, field, games, seed, XENT_SEATS, xent_rounds(field, seed, root, work.setdefault(seed, XentWork()))
+    )
+
+
+def measure_xent(args: argparse.Namespace, every: int) -> dict[str, Any]:
+    """`measure_real` on real Xent plays, plus what the plays took."""
+    import tempfile
+
+    field = xent_field(args.bots, *args.skills, maps=args.maps)
+    work: dict[int, XentWork] = {}
+    with tempfile.TemporaryDirectory(prefix="adaptive-xent-") as root:
+        models_yaml = field.models.model_dump(mode="json", exclude_none=True)
+        for s in range(args.real_seeds):
+            (Path(root) / f"seed-{s}/params").mkdir(parents=True, exist_ok=True)
+            import yaml
+
+            (Path(root) / f"seed-{s}/params/models.yaml").write_text(yaml.safe_dump(models_yaml, sort_keys=False))
+        run = partial(run_xent, root=Path(root), work=work)
+        section = measure_real(args, field, run, real_tau_curve, XENT_SEATS, every)
+    made = list(work.values())
+    section.update(
+        benchmark="xent",
+        unit="tables",
+        game=XENT_GAME,
+        maps_per_seed=args.maps,
+        judge=field.params.judge,
+        rounds_per_map=field.params.rounds,
+        plays={
+            "made": sum(w.made for w in made),
+            "found": sum(w.found for w in made),
+            "play_s_each": round(sum(w.play_s for w in made) / max(1, sum(w.made for w in made)), 3),
+            "maps_build_s": round(sum(w.build_s for w in made), 1),
+        },
+        rating_params={k: getattr(field.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")},
+    )
+    return section
+
+
 def plot_real(section: dict[str, Any]) -> list[Path]:
     import altair as alt
 
@@ -888,8 +1040,18 @@ def plot_real(section: dict[str, Any]) -> list[Path]:
     return save_chart(alt.layer(lines, rule), stem, formats=("png",))
 
 
-REAL_TITLES = {"elimination": "Elimination Games", "whoisspy": "Who is Spy games", "skate": "SKATE rounds"}
-REAL_PLOT_STEMS = {"elimination": REAL_PLOT_STEM, "whoisspy": SPY_PLOT_STEM, "skate": SKATE_PLOT_STEM}
+REAL_TITLES = {
+    "elimination": "Elimination Games",
+    "whoisspy": "Who is Spy games",
+    "skate": "SKATE rounds",
+    "xent": "Xent maps (condense)",
+}
+REAL_PLOT_STEMS = {
+    "elimination": REAL_PLOT_STEM,
+    "whoisspy": SPY_PLOT_STEM,
+    "skate": SKATE_PLOT_STEM,
+    "xent": XENT_PLOT_STEM,
+}
 # per benchmark: graded bots, games per run, games between accuracy checkpoints, seeds. Who is Spy's
 # team games are rated by trueskill's own update (not the compiled engine), so its checkpoints are
 # sparser; its single bit a game (did the spy win) needs more games than Elimination's 8 places, and
@@ -899,11 +1061,17 @@ REAL_DEFAULTS: dict[str, dict[str, int]] = {
     "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 4},
     "whoisspy": {"bots": 8, "games": 200, "every": 4, "seeds": 16},
     "skate": {"bots": 10, "games": 80, "every": 1, "seeds": 12},
+    "xent": {"bots": 6, "games": 60, "every": 1, "seeds": 4},
 }
 # the bots' strengths: graded bots' skill p in [0, 1]; SKATE's noisy answerers' accuracy, from just above
 # chance (1 in 4 options) to nearly always right
-REAL_SKILLS: dict[str, tuple[float, float]] = {"elimination": (0.0, 1.0), "whoisspy": (0.0, 1.0), "skate": (0.3, 0.9)}
-SEATS_OF = {"elimination": REAL_SEATS, "whoisspy": SPY_SEATS, "skate": SKATE_SEATS}
+REAL_SKILLS: dict[str, tuple[float, float]] = {
+    "elimination": (0.0, 1.0),
+    "whoisspy": (0.0, 1.0),
+    "skate": (0.3, 0.9),
+    "xent": (0.0, 1.0),
+}
+SEATS_OF = {"elimination": REAL_SEATS, "whoisspy": SPY_SEATS, "skate": SKATE_SEATS, "xent": XENT_SEATS}
 
 
 def write_real(section: dict[str, Any], key: str = "real_elimination") -> Path:
@@ -970,12 +1138,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 48])
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
-    parser.add_argument("--seeds", type=int, default=24)
+    parser.add_argument("--seeds", type=int, default=48)
     parser.add_argument("--target-tau", type=float, default=0.9)
     parser.add_argument("--high-tau", type=float, default=0.95, help="a stricter accuracy, reported beside")
     parser.add_argument("--checkpoints", type=int, default=120)
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--resamples", type=int, default=40)
+    parser.add_argument(
+        "--round-share",
+        type=float,
+        default=1.0,
+        help="tables a round as a share of those the field fills (1: everyone plays each round); below 1 the "
+        "results go to the `narrow_rounds` section of adaptive.json, beside the main ones",
+    )
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--real", action="store_true", help="run only a real-benchmark section (graded bots)")
     parser.add_argument(
@@ -1005,8 +1180,11 @@ def main() -> int:
         help="--real: the bots' skill range (0 1; skate: the noisy answerers' accuracy, 0.3 0.9)",
     )
     parser.add_argument("--setters", type=int, default=2, help="--real-benchmark skate: bots that also set questions")
+    parser.add_argument("--maps", type=int, default=20, help="--real-benchmark xent: condense maps per seed")
     args = parser.parse_args()
 
+    if not 0.0 < args.round_share <= 1.0:
+        parser.error("--round-share must be in (0, 1]")
     if args.real or args.real_benchmark:
         benchmark = args.real_benchmark or "elimination"
         defaults = REAL_DEFAULTS[benchmark]
@@ -1033,6 +1211,9 @@ def main() -> int:
             section["rating_params"] = {
                 k: getattr(field.rating, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")
             }
+        elif benchmark == "xent":
+            section = measure_xent(args, every)
+            section["checkpoint_every"] = every
         elif benchmark == "skate":
             section = measure_skate(args, every)
             section["checkpoint_every"] = every
@@ -1067,7 +1248,8 @@ def main() -> int:
                 file=sys.stderr,
             )
     wall = time.perf_counter() - started
-    plots = [] if args.no_plot else [str(p.relative_to(ROOT)) for p in plot(configs, args.target_tau)]
+    narrow = args.round_share < 1.0
+    plots = [] if args.no_plot or narrow else [str(p.relative_to(ROOT)) for p in plot(configs, args.target_tau)]
 
     fixed_total = sum(c["fixed"]["games_to_target"] or 0 for c in configs if c["saving"] is not None)
     adaptive_total = sum(c["adaptive"]["games_to_target"] or 0 for c in configs if c["saving"] is not None)
@@ -1095,9 +1277,26 @@ def main() -> int:
 
     from _common import RESULTS
 
-    # the real sections (`--real`) are measured apart: a synthetic run keeps them as they are
+    if narrow:
+        section = {
+            "round_share": args.round_share,
+            "table": table,
+            "configs": configs,
+            "seeds": args.seeds,
+            "target_tau": args.target_tau,
+            "wall_s": round(wall, 1),
+            "load_avg_before": load_before,
+            "load_avg_after": load_average(),
+        }
+        print(f"wrote {write_real(section, 'narrow_rounds')}", file=sys.stderr)
+        return 0
+    # the real sections (`--real`) and the narrow rounds are measured apart: a synthetic run keeps them
     path = RESULTS / "adaptive.json"
-    kept = {k: v for k, v in json.loads(path.read_text()).items() if k.startswith("real_")} if path.exists() else {}
+    kept = (
+        {k: v for k, v in json.loads(path.read_text()).items() if k.startswith("real_") or k == "narrow_rounds"}
+        if path.exists()
+        else {}
+    )
     write_result(
         "adaptive",
         **kept,

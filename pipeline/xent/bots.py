@@ -4,6 +4,11 @@ Round 1: a few content words of the visible texts, each bent into a neighbour fo
 singular) so that it survives `remove_common_words` while still hinting at the text. Later rounds:
 the best earlier move for this register, with one word swapped for another candidate (or kept as
 is one time in four). For cut games the move is a short span of the story, so the cut exists.
+
+`bot_options: {skill: p}` grades it as the other benchmarks' heuristic bots
+(`pipeline.core.models.players.graded_bot`): each move is the heuristic one with probability p and
+the random bot's filler words otherwise, the coin from the move's own seeded rng. Without the
+option no coin is drawn and every move is what it was.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
+from pipeline.core.models.players import graded_bot
 
 _STOP = set(
     "the and that with from this have were which their there about would could should into than then them they "
@@ -103,4 +109,4 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
             words.append(rng.choice(pool))
         return " ".join(words[:limit])
 
-    return policy
+    return graded_bot(options, policy, policy)

@@ -395,3 +395,22 @@ def test_opponent_plays_the_marked_role_and_only_self_rewards_count(tmp_path: Pa
     found, _ = players(tmp_path, "heuristic-bot", "random-bot")
     seats = seat_players(game, found["heuristic-bot"], found["random-bot"])
     assert seats["white"].name == "random-bot" and seats["black"].name == "heuristic-bot"
+
+
+def test_the_graded_heuristic_bot_plays_heuristic_moves_at_its_skill_and_the_plain_bot_is_unchanged() -> None:
+    import random
+
+    from pipeline.core.models.players import FILLER_WORDS, MoveRequest
+    from pipeline.xent.bots import heuristic_bot
+
+    story = "the lighthouse keeper rowed across the harbor before the storm reached the village"
+    request = MoveRequest(messages=(), key="m/1", state={"visible": {"s": story}, "game": "condense", "history": []})
+    plain, top, bottom, half = (heuristic_bot(o) for o in ({}, {"skill": 1}, {"skill": 0}, {"skill": 0.5}))
+    # skill 1 draws no coin: the plain bot's move for the same seeded rng
+    assert all(top(request, random.Random(s)) == plain(request, random.Random(s)) for s in range(20))
+    # skill 0: the random bot's filler words, none of the story's
+    assert all(set(bottom(request, random.Random(s)).split()) <= set(FILLER_WORDS) for s in range(20))
+    filler = sum(set(half(request, random.Random(s)).split()) <= set(FILLER_WORDS) for s in range(200))
+    assert 70 < filler < 130  # about half the moves
+    with pytest.raises(ValueError, match="bot_options.skill must be a number from 0 to 1"):
+        heuristic_bot({"skill": 2})

@@ -155,7 +155,7 @@ class AdaptiveSpec:
     against the civilians), the player of a game who played alone. Given, the ledger chooses the
     tables and the lone seat of each together (`decide_round`'s `lone`,
     pipeline.core.rating.one_against_rest): every table of a round comes to `games` with its lone
-    player first. None: the tables come from the pair weights (`next_round`)."""
+    player first. None: the tables come from the pair values (`next_round`)."""
 
     setup: Callable[[Path, Path], AdaptiveSetup]
     games: Callable[[RoundRequest], list[RoundGame]]

@@ -23,6 +23,8 @@ from pipeline.core.rating import (
     new_standing,
     next_round,
     opponent_rates,
+    overdue_after,
+    pair_values,
     stop_reason,
     update_standings,
 )
@@ -115,7 +117,9 @@ def test_a_round_never_seats_more_tables_than_the_field_fills() -> None:
 
 
 def test_a_new_model_gets_placement_games_first() -> None:
-    rated_field = {f"m{i}": Standing(mu=15.0 + 2 * i, sigma=1.5, games=40) for i in range(10)}
+    rated_field = {f"m{i}": Standing(mu=15.0 + 2 * i, sigma=1.5, games=36) for i in range(10)}
+    # their games: a round robin, each pair four times
+    met = {(a, b): 4 for k, a in enumerate(sorted(rated_field)) for b in sorted(rated_field)[k + 1 :]}
     rated_field["newcomer"] = new_standing(PARAMS)
     # One game a round; starvation is not in play here (the rule would seat the idle first).
     schedule = AdaptiveSchedule(seats=2, tables_per_round=1, max_idle_rounds=50)
@@ -123,12 +127,14 @@ def test_a_new_model_gets_placement_games_first() -> None:
     rng = np.random.default_rng(3)
     seated = []
     for r in range(4):
-        round_ = next_round(standings, schedule, PARAMS, seed=11, round_index=r)
+        round_ = next_round(standings, schedule, PARAMS, seed=11, round_index=r, met=met)
         seated.append("newcomer" in round_.players)
         a, b = round_.tables[0]
         winner = "a" if rng.random() < 0.5 else "b"
-        standings = update_standings(standings, [Pairwise(a, b, winner)], PARAMS)
-    assert all(seated), "the model with the prior's sigma plays every round until it is placed"
+        game = Pairwise(a, b, winner)
+        standings = update_standings(standings, [game], PARAMS)
+        met = meetings([game], met)
+    assert all(seated), "the model nothing is known of plays every round until it is placed"
 
 
 def test_no_model_starves() -> None:
@@ -145,8 +151,10 @@ def test_no_model_starves() -> None:
             games.append(Pairwise(a, b, "a" if better else "b"))
         standings = update_standings(standings, games, PARAMS)
         longest_idle = max(longest_idle, max(s.idle_rounds for s in standings.values()))
-    # 6 seats a round for 12 models: each needs a game every 2 rounds; overdue ones go first.
-    assert longest_idle <= schedule.max_idle_rounds + 1
+    # 6 seats a round for 12 models: a rotation is 2 rounds, so a model is overdue after sitting
+    # out 2 rotations (4 rounds) and seated the round after.
+    assert overdue_after(len(skills), schedule) == 4
+    assert longest_idle <= overdue_after(len(skills), schedule) + 1
 
 
 def test_stops_when_every_neighbour_is_separable_or_the_budget_is_spent() -> None:
@@ -191,3 +199,42 @@ def test_naive_win_rate_is_biased_under_adaptive_sampling_and_the_corrected_one_
     # ... and averaging per-opponent rates removes that bias.
     assert error["adaptive"]["uniform"] < 0.06
     assert error["adaptive"]["uniform"] < error["adaptive"]["naive"] / 2
+
+
+def test_a_game_is_worth_less_when_its_result_is_known_through_other_games() -> None:
+    standings = {name: Standing(mu=25.0 + k, sigma=3.0, games=10) for k, name in enumerate("abcd")}
+    names = sorted(standings)
+    schedule = AdaptiveSchedule(seats=2)
+    fresh = pair_values(standings, names, PARAMS, schedule, met={})
+    assert np.allclose(fresh, fresh.T) and np.all(np.diag(fresh) == 0.0) and np.all(fresh >= 0.0)
+    # a and c never met, but each met b often: their order is known through b
+    chained = pair_values(standings, names, PARAMS, schedule, met={("a", "b"): 12, ("b", "c"): 12})
+    a, c, d = names.index("a"), names.index("c"), names.index("d")
+    assert chained[a, c] < fresh[a, c]
+    # d met nobody: the pairs that tie it to the others are now the ones worth most to c
+    assert chained[c, d] > chained[a, c]
+
+
+def test_with_few_tables_a_round_the_schedule_chooses_who_plays_and_nobody_starves() -> None:
+    skills = field(24)
+    schedule = AdaptiveSchedule(seats=2, tables_per_round=2)  # 4 of 24 play a round
+    standings = {name: new_standing(PARAMS) for name in skills}
+    met: dict[tuple[str, str], int] = {}
+    rng = np.random.default_rng(4)
+    longest_idle = 0
+    for r in range(240):
+        round_ = next_round(standings, schedule, PARAMS, seed=3, round_index=r, met=met)
+        games = []
+        for a, b in round_.tables:
+            better = skills[a] + rng.normal(0, PARAMS.beta) > skills[b] + rng.normal(0, PARAMS.beta)
+            games.append(Pairwise(a, b, "a" if better else "b"))
+        standings = update_standings(standings, games, PARAMS)
+        met = meetings(games, met)
+        longest_idle = max(longest_idle, max(s.idle_rounds for s in standings.values()))
+    # a rotation is 6 rounds: nobody sits out more than 3 of them and a round
+    assert longest_idle <= overdue_after(len(skills), schedule) + 1 == 19
+    # ... but the schedule is no rotation: the ends of the field, settled early, play less
+    by_skill = sorted(skills, key=skills.get)
+    played = np.array([standings[name].games for name in by_skill])
+    ends, middle = np.r_[played[:3], played[-3:]].mean(), played[9:15].mean()
+    assert ends < 0.8 * middle, (ends, middle)
