@@ -311,8 +311,13 @@ def next_round(
     chosen: list[tuple[str, ...]] = []
     for _ in range(tables):
         values = design.values()
+        # In units of the best value, to 9 decimals: the inverse and the matrix products round
+        # differently on other CPUs and BLAS builds, and a difference of a few ulps must not turn
+        # a choice; values equal to 9 digits are ties, which the seeded key breaks (its weight is
+        # below one unit of the last decimal).
         scale = float(values.max()) if values.size else 0.0
-        tiny = (scale if scale > 0 else 1.0) * 1e-9  # the key's weight: below any real difference
+        values = np.round(values / scale, 9) if scale > 0 else np.zeros_like(values)
+        tiny = 1e-11
         waiting = np.flatnonzero(overdue & ~seated)
         if len(waiting):
             anchor = int(waiting[np.lexsort((-jitter[waiting], -idle[waiting]))[0]])
@@ -325,7 +330,7 @@ def next_round(
         for _seat in range(schedule.seats - 1):
             gain = values[:, members].sum(axis=1) + tiny * jitter
             # Overdue models take the open seats first, so starvation ends this round.
-            score = np.where(overdue, gain + scale * schedule.seats + 1.0, gain)
+            score = np.where(overdue, gain + schedule.seats + 1.0, gain)  # values are at most 1
             pick = int(np.argmax(np.where(seated, -np.inf, score)))
             members.append(pick)
             seated[pick] = True
