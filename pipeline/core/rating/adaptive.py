@@ -311,10 +311,9 @@ def next_round(
     chosen: list[tuple[str, ...]] = []
     for _ in range(tables):
         values = design.values()
-        # In units of the best value, to 9 decimals: the inverse and the matrix products round
-        # differently on other CPUs and BLAS builds, and a difference of a few ulps must not turn
-        # a choice; values equal to 9 digits are ties, which the seeded key breaks (its weight is
-        # below one unit of the last decimal).
+        # In units of the best value, to 9 decimals: values equal to 9 digits are ties, broken by
+        # the seeded key (its weight is below one unit of the last decimal), whatever the last bits
+        # of the inverse and the matrix products are on this CPU and BLAS build.
         scale = float(values.max()) if values.size else 0.0
         values = np.round(values / scale, 9) if scale > 0 else np.zeros_like(values)
         tiny = 1e-11
