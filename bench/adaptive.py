@@ -980,14 +980,14 @@ def measure_xent(args: argparse.Namespace, every: int) -> dict[str, Any]:
     """`measure_real` on real Xent plays, plus what the plays took."""
     import tempfile
 
+    import yaml
+
     field = xent_field(args.bots, *args.skills, maps=args.maps)
     work: dict[int, XentWork] = {}
     with tempfile.TemporaryDirectory(prefix="adaptive-xent-") as root:
         models_yaml = field.models.model_dump(mode="json", exclude_none=True)
         for s in range(args.real_seeds):
             (Path(root) / f"seed-{s}/params").mkdir(parents=True, exist_ok=True)
-            import yaml
-
             (Path(root) / f"seed-{s}/params/models.yaml").write_text(yaml.safe_dump(models_yaml, sort_keys=False))
         run = partial(run_xent, root=Path(root), work=work)
         section = measure_real(args, field, run, real_tau_curve, XENT_SEATS, every)
