@@ -1058,7 +1058,7 @@ REAL_PLOT_STEMS = {
 # its seed-mean curve is noisy enough near tau 0.9 that 4 seeds put the first crossing anywhere from
 # 100 to 190 games (docs/adaptive.md): 16 seeds.
 REAL_DEFAULTS: dict[str, dict[str, int]] = {
-    "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 4},
+    "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 12},
     "whoisspy": {"bots": 8, "games": 200, "every": 4, "seeds": 16},
     "skate": {"bots": 10, "games": 80, "every": 1, "seeds": 12},
     "xent": {"bots": 6, "games": 60, "every": 1, "seeds": 4},
@@ -1160,7 +1160,9 @@ def main() -> int:
         help="--real: the benchmark whose real games are played (default elimination; naming one implies --real)",
     )
     parser.add_argument("--bots", type=int, default=None, help="--real: bots in the field (10; whoisspy 8)")
-    parser.add_argument("--real-seeds", type=int, default=None, help="--real: seeds per schedule (4; whoisspy 16)")
+    parser.add_argument(
+        "--real-seeds", type=int, default=None, help="--real: seeds per schedule (12; whoisspy 16, xent 4)"
+    )
     parser.add_argument(
         "--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200; skate: tables)"
     )
