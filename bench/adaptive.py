@@ -929,6 +929,7 @@ def xent_rounds(field: RealField, seed: int, root: Path, work: XentWork) -> Play
     try:
         (folder / "params").mkdir(exist_ok=True)
         (folder / source).write_text(params.model_dump_json())
+        (folder / "params/models.yaml").write_text(field.models.model_dump_json(exclude_none=True))
         if not (maps_root / XENT_GAME).is_dir():
             t0 = time.perf_counter()
             build_stage(source, "params/models.yaml", XENT_GAME, str(maps_root), None)
@@ -980,15 +981,9 @@ def measure_xent(args: argparse.Namespace, every: int) -> dict[str, Any]:
     """`measure_real` on real Xent plays, plus what the plays took."""
     import tempfile
 
-    import yaml
-
     field = xent_field(args.bots, *args.skills, maps=args.maps)
     work: dict[int, XentWork] = {}
     with tempfile.TemporaryDirectory(prefix="adaptive-xent-") as root:
-        models_yaml = field.models.model_dump(mode="json", exclude_none=True)
-        for s in range(args.real_seeds):
-            (Path(root) / f"seed-{s}/params").mkdir(parents=True, exist_ok=True)
-            (Path(root) / f"seed-{s}/params/models.yaml").write_text(yaml.safe_dump(models_yaml, sort_keys=False))
         run = partial(run_xent, root=Path(root), work=work)
         section = measure_real(args, field, run, real_tau_curve, XENT_SEATS, every)
     made = list(work.values())

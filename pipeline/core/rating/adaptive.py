@@ -153,17 +153,20 @@ def comparison_information(dmu: np.ndarray, beta: float) -> np.ndarray:
     return ratio / (2.0 * beta**2)
 
 
-def _laplacian_add(matrix: np.ndarray, weights: np.ndarray, members: Sequence[int] | None = None) -> None:
-    """Adds the graph Laplacian of symmetric pair `weights` (restricted to `members`) in place."""
-    if members is None:
-        block = weights.copy()
-        np.fill_diagonal(block, 0.0)
-        matrix += np.diag(block.sum(axis=1)) - block
-        return
-    index = np.asarray(members)
-    block = weights[np.ix_(index, index)].copy()
+def _laplacian(weights: np.ndarray) -> np.ndarray:
+    """The graph Laplacian of symmetric pair `weights` (their diagonal ignored)."""
+    block = weights.copy()
     np.fill_diagonal(block, 0.0)
-    matrix[np.ix_(index, index)] += np.diag(block.sum(axis=1)) - block
+    return np.diag(block.sum(axis=1)) - block
+
+
+def _laplacian_add(matrix: np.ndarray, weights: np.ndarray, members: Sequence[int] | None = None) -> None:
+    """Adds the Laplacian of `weights` (restricted to `members`; None: all) to `matrix` in place."""
+    if members is None:
+        matrix += _laplacian(weights)
+    else:
+        index = np.ix_(np.asarray(members), np.asarray(members))
+        matrix[index] += _laplacian(weights[index])
 
 
 class _Design:
@@ -216,9 +219,7 @@ class _Design:
         var = np.maximum(own[:, None] + own[None, :] - 2.0 * sigma, 1e-12)
         gap = self.mu[:, None] - self.mu[None, :]
         weight = np.exp(-0.5 * gap * gap / var) / var * (1.0 + self.bonus * self.adjacent_open)
-        np.fill_diagonal(weight, 0.0)
-        laplacian = np.diag(weight.sum(axis=1)) - weight
-        spread = sigma @ laplacian @ sigma
+        spread = sigma @ _laplacian(weight) @ sigma
         reach = np.diag(spread)
         gain = self.information / (1.0 + self.information * var)
         worth = np.maximum(gain * (reach[:, None] + reach[None, :] - 2.0 * spread), 0.0) / (1.0 + self.together)
