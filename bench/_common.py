@@ -41,6 +41,17 @@ def machine(device: str | None = None) -> dict[str, Any]:
     return info
 
 
+def run_conditions(load_before: list[float] | None) -> dict[str, Any]:
+    """How busy the machine was around a run (started at `load_before`): the threads this process may
+    use, the load average before and after, and the process's nice value."""
+    return {
+        "threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "load_avg_before": load_before,
+        "load_avg_after": load_average(),
+        "pid_nice": os.nice(0),
+    }
+
+
 def load_average() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]

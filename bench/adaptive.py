@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -84,7 +83,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import load_average, write_result
+from _common import load_average, run_conditions, write_result
 
 from pipeline.core.artifacts import seed_from
 from pipeline.core.rating.adaptive import (
@@ -1324,10 +1323,7 @@ def main() -> int:
         rating_params={k: getattr(PARAMS, k) for k in ("mu", "sigma", "beta", "tau", "draw_probability")},
         plots=plots,
         wall_s=round(wall, 1),
-        threads=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        load_avg_before=load_before,
-        load_avg_after=load_average(),
-        pid_nice=os.nice(0),
+        **run_conditions(load_before),
     )
     return 0
 
