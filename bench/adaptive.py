@@ -868,7 +868,7 @@ XENT_PLOT_STEM = ROOT / "docs" / "img" / "adaptive_real_xent_accuracy"
 XENT_GAME = "condense"  # one player against the judge: no opponent bot's moves in the scores
 
 
-def xent_field(bots: int, low: float = 0.0, high: float = 1.0, maps: int = 20) -> RealField:
+def xent_field(bots: int, low: float = 0.0, high: float = 1.0, maps: int = 60) -> RealField:
     """Graded xent bots (`bot: heuristic`, `bot_options.skill` from `low` to `high`) on `maps` maps of
     condense, one round a map, scored by the params' judge (the embedded gemma-3-270m). A heuristic
     move names content words of the visible text, which make the story cheaper for the judge to
@@ -1055,7 +1055,7 @@ REAL_DEFAULTS: dict[str, dict[str, int]] = {
     "elimination": {"bots": 10, "games": 120, "every": 1, "seeds": 12},
     "whoisspy": {"bots": 8, "games": 200, "every": 4, "seeds": 16},
     "skate": {"bots": 10, "games": 80, "every": 1, "seeds": 12},
-    "xent": {"bots": 6, "games": 60, "every": 1, "seeds": 4},
+    "xent": {"bots": 6, "games": 200, "every": 1, "seeds": 4},
 }
 # the bots' strengths: graded bots' skill p in [0, 1]; SKATE's noisy answerers' accuracy, from just above
 # chance (1 in 4 options) to nearly always right
@@ -1158,7 +1158,10 @@ def main() -> int:
         "--real-seeds", type=int, default=None, help="--real: seeds per schedule (12; whoisspy 16, xent 4)"
     )
     parser.add_argument(
-        "--real-games", type=int, default=None, help="--real: games per run (120; whoisspy 200; skate: tables)"
+        "--real-games",
+        type=int,
+        default=None,
+        help="--real: games per run (120; whoisspy 200, xent 200; skate and xent: tables)",
     )
     parser.add_argument(
         "--real-every",
@@ -1176,7 +1179,7 @@ def main() -> int:
         help="--real: the bots' skill range (0 1; skate: the noisy answerers' accuracy, 0.3 0.9)",
     )
     parser.add_argument("--setters", type=int, default=2, help="--real-benchmark skate: bots that also set questions")
-    parser.add_argument("--maps", type=int, default=20, help="--real-benchmark xent: condense maps per seed")
+    parser.add_argument("--maps", type=int, default=60, help="--real-benchmark xent: condense maps per seed")
     args = parser.parse_args()
 
     if not 0.0 < args.round_share <= 1.0:
