@@ -157,6 +157,8 @@ def joint_fit(events: list[RatingEvent], names: list[str], seats: int, iteration
     played = np.zeros((n, n))
     won = np.zeros((n, n))
     for event in events:
+        if event.has_tie:  # the simulation's performances are continuous: a tie means other data
+            raise ValueError(f"the joint fit here takes games without ties, got {event!r}")
         if isinstance(event, Pairwise):
             winner, loser = (event.a, event.b) if event.outcome == "a" else (event.b, event.a)
             order = [(index[winner], index[loser])]
