@@ -143,12 +143,43 @@ def play(round_: Round, field: Field, noise: dict[str, np.ndarray], games: dict[
     return events
 
 
+@dataclass(frozen=True)
+class RoundState:
+    """What a schedule may look at before a round: the online standings, the meetings and game counts."""
+
+    index: int
+    standings: dict[str, Standing]
+    met: dict[tuple[str, str], int]
+    games: dict[str, int]
+
+
+#: chooses a round's tables from what is known before it
+Chooser = Callable[[RoundState], Round]
+
+
+def schedule_chooser(kind: str, schedule: AdaptiveSchedule, seed: int) -> Chooser:
+    """The two schedules compared: "adaptive" (`next_round` from the online standings) or "fixed"
+    (`fixed_round`, balanced random tables blind to results)."""
+    if kind == "adaptive":
+        return lambda state: next_round(state.standings, schedule, PARAMS, seed, state.index, state.met)
+    return lambda state: fixed_round(state.games, schedule, seed, state.index)
+
+
 def run_schedule(
-    kind: str, field: Field, seats: int, rounds: int, seed: int, tables: int | None = None
+    kind: str,
+    field: Field,
+    seats: int,
+    rounds: int,
+    seed: int,
+    tables: int | None = None,
+    chooser: Callable[[AdaptiveSchedule], Chooser] | None = None,
 ) -> tuple[list[RatingEvent], list[int]]:
     """Play `rounds` rounds of `tables` tables (None: as many as the field fills); return the
-    events and the game count after each round."""
+    events and the game count after each round. The tables come from `chooser(schedule)` where
+    given (another design, `bench/adaptive_ceiling.py`), else from `schedule_chooser(kind)`; the
+    outcomes depend on the field, seats and seed only, whoever chooses."""
     schedule = AdaptiveSchedule(seats=seats, tables_per_round=tables or len(field.names) // seats)
+    choose = chooser(schedule) if chooser is not None else schedule_chooser(kind, schedule, seed)
     standings: dict[str, Standing] = {name: new_standing(PARAMS) for name in field.names}
     games = dict.fromkeys(field.names, 0)
     outcome_rng = np.random.default_rng(seed_from("adaptive-bench-outcomes", len(field.names), seats, seed))
@@ -157,12 +188,9 @@ def run_schedule(
     after: list[int] = []
     met: dict[tuple[str, str], int] = {}
     for r in range(rounds):
-        if kind == "adaptive":
-            round_ = next_round(standings, schedule, PARAMS, seed, r, met)
-        else:
-            round_ = fixed_round(games, schedule, seed, r)
+        round_ = choose(RoundState(r, standings, met, games))
         played = play(round_, field, noise, games)
-        if kind == "adaptive":
+        if kind != "fixed":  # the fixed schedule is blind to results: nothing to keep up to date
             standings = update_standings(standings, played, PARAMS)
             met = meetings(played, met)
         for name in round_.players:
@@ -212,14 +240,20 @@ def coverage(events: list[RatingEvent], field: Field, resamples: int, passes: in
     return float(np.mean(covered)), float(summary["settled"].mean())
 
 
+def round_plan(n: int, shape: str, tables: int, checkpoints: int) -> tuple[int, list[int]]:
+    """The rounds a field of `n` plays at `tables` tables a round (`GAMES_PER_MODEL` games each), and
+    the rounds after which accuracy is measured: every round while that is affordable, so small game
+    counts are resolved; else `checkpoints` evenly spaced."""
+    rounds = math.ceil(GAMES_PER_MODEL[shape] * n / (SHAPES[shape] * tables))
+    return rounds, sorted({max(1, round(rounds * (k + 1) / checkpoints)) for k in range(checkpoints)})
+
+
 def measure(n: int, shape: str, seeds: int, args: argparse.Namespace) -> dict[str, Any]:
     seats = SHAPES[shape]
     # `--round-share` below 1: fewer tables a round than the field fills, so the adaptive schedule
     # chooses who plays as well as who meets whom (the fixed one seats the least played first)
     tables = max(1, round(n // seats * args.round_share))
-    rounds = math.ceil(GAMES_PER_MODEL[shape] * n / (seats * tables))
-    # Every round while that is affordable, so small game counts are resolved; else evenly spaced.
-    check_rounds = sorted({max(1, round(rounds * (k + 1) / args.checkpoints)) for k in range(args.checkpoints)})
+    rounds, check_rounds = round_plan(n, shape, tables, args.checkpoints)
     result: dict[str, Any] = {"models": n, "shape": shape, "seats": seats, "tables_per_round": tables}
     curves: dict[str, np.ndarray] = {}
     played: dict[str, list[list[RatingEvent]]] = {}

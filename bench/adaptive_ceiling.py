@@ -35,8 +35,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,37 +45,29 @@ from scipy.special import ndtr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, run_conditions, write_result
-from adaptive import GAMES_PER_MODEL, PARAMS, SHAPES, Field, crossing, kendall_tau, make_field, play, tau_curve
+from adaptive import (
+    GAMES_PER_MODEL,
+    PARAMS,
+    SHAPES,
+    Chooser,
+    Field,
+    RoundState,
+    crossing,
+    kendall_tau,
+    make_field,
+    round_plan,
+    run_schedule,
+    schedule_chooser,
+    tau_curve,
+)
 
 from pipeline.core.artifacts import seed_from
-from pipeline.core.rating.adaptive import (
-    AdaptiveSchedule,
-    Round,
-    Standing,
-    fixed_round,
-    meetings,
-    new_standing,
-    next_round,
-    update_standings,
-)
+from pipeline.core.rating.adaptive import AdaptiveSchedule, Round, next_round
 from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent
 
 TARGET_SAVING = 0.35
 ORACLE_SPREADS = (0.25, 0.5, 1.0)
 DESIGNS = ("fixed", "adaptive", "thompson", *(f"oracle-sorted-{w:g}" for w in ORACLE_SPREADS), "oracle-values")
-
-
-@dataclass(frozen=True)
-class RoundState:
-    """What a design may look at before a round: the online standings, the meetings and game counts."""
-
-    index: int
-    standings: dict[str, Standing]
-    met: dict[tuple[str, str], int]
-    games: dict[str, int]
-
-
-Design = Callable[[RoundState], Round]
 
 
 def _cut(order: list[str], schedule: AdaptiveSchedule, round_index: int) -> Round:
@@ -86,15 +77,11 @@ def _cut(order: list[str], schedule: AdaptiveSchedule, round_index: int) -> Roun
     return Round(round_index, tuple(tuple(order[t * seats : (t + 1) * seats]) for t in range(tables)))
 
 
-def design(name: str, field: Field, schedule: AdaptiveSchedule, seed: int, rng: np.random.Generator) -> Design:
+def design(name: str, field: Field, schedule: AdaptiveSchedule, seed: int, rng: np.random.Generator) -> Chooser:
     """The round chooser called `name` (see the module docstring) for `field`."""
+    if name in ("fixed", "adaptive"):
+        return schedule_chooser(name, schedule, seed)
     truth = {m: float(s) for m, s in zip(field.names, field.skills)}
-
-    def fixed(state: RoundState) -> Round:
-        return fixed_round(state.games, schedule, seed, state.index)
-
-    def adaptive(state: RoundState) -> Round:
-        return next_round(state.standings, schedule, PARAMS, seed, state.index, state.met)
 
     def thompson(state: RoundState) -> Round:
         draw = {m: s.mu + rng.normal(0.0, s.sigma) for m, s in sorted(state.standings.items())}
@@ -104,7 +91,7 @@ def design(name: str, field: Field, schedule: AdaptiveSchedule, seed: int, rng: 
         known = {m: replace(s, mu=truth[m]) for m, s in state.standings.items()}
         return next_round(known, schedule, PARAMS, seed, state.index, state.met)
 
-    def oracle_sorted(spread: float) -> Design:
+    def oracle_sorted(spread: float) -> Chooser:
         def choose(state: RoundState) -> Round:
             noisy = {m: truth[m] + rng.normal(0.0, spread * PARAMS.sigma) for m in field.names}
             return _cut(sorted(noisy, key=lambda m: -noisy[m]), schedule, state.index)
@@ -113,39 +100,18 @@ def design(name: str, field: Field, schedule: AdaptiveSchedule, seed: int, rng: 
 
     if name.startswith("oracle-sorted-"):
         return oracle_sorted(float(name.removeprefix("oracle-sorted-")))
-    chosen: dict[str, Design] = {
-        "fixed": fixed,
-        "adaptive": adaptive,
-        "thompson": thompson,
-        "oracle-values": oracle_values,
-    }
+    chosen: dict[str, Chooser] = {"thompson": thompson, "oracle-values": oracle_values}
     return chosen[name]
 
 
 def run_design(name: str, field: Field, seats: int, rounds: int, seed: int) -> tuple[list[RatingEvent], list[int]]:
     """`rounds` rounds, everyone seated each round, chosen by design `name`; the events and the game
-    count after each round. The outcomes are `bench/adaptive.py`'s for the same field and seed."""
-    n = len(field.names)
-    schedule = AdaptiveSchedule(seats=seats, tables_per_round=n // seats)
-    design_rng = np.random.default_rng(seed_from("adaptive-ceiling-design", name, n, seats, seed))
-    choose = design(name, field, schedule, seed, design_rng)
-    standings = {m: new_standing(PARAMS) for m in field.names}
-    games = dict.fromkeys(field.names, 0)
-    outcome_rng = np.random.default_rng(seed_from("adaptive-bench-outcomes", n, seats, seed))
-    noise = {m: outcome_rng.normal(0.0, PARAMS.beta, size=rounds) for m in field.names}
-    events: list[RatingEvent] = []
-    after: list[int] = []
-    met: dict[tuple[str, str], int] = {}
-    for r in range(rounds):
-        round_ = choose(RoundState(r, standings, met, games))
-        played = play(round_, field, noise, games)
-        standings = update_standings(standings, played, PARAMS)
-        met = meetings(played, met)
-        for m in round_.players:
-            games[m] += 1
-        events.extend(played)
-        after.append(len(events))
-    return events, after
+    count after each round, through `bench/adaptive.py`'s `run_schedule` (its outcomes for the same
+    field and seed)."""
+    rng = np.random.default_rng(seed_from("adaptive-ceiling-design", name, len(field.names), seats, seed))
+    return run_schedule(
+        name, field, seats, rounds, seed, chooser=lambda schedule: design(name, field, schedule, seed, rng)
+    )
 
 
 def joint_fit(events: list[RatingEvent], names: list[str], seats: int, iterations: int = 100) -> np.ndarray:
@@ -199,8 +165,7 @@ def joint_tau_curve(events: list[RatingEvent], field: Field, checkpoints: list[i
 
 def measure(n: int, shape: str, seeds: int, designs: list[str], args: argparse.Namespace) -> dict[str, Any]:
     seats = SHAPES[shape]
-    rounds = math.ceil(GAMES_PER_MODEL[shape] * n / (seats * (n // seats)))
-    check_rounds = sorted({max(1, round(rounds * (k + 1) / args.checkpoints)) for k in range(args.checkpoints)})
+    rounds, check_rounds = round_plan(n, shape, n // seats, args.checkpoints)
     curves: dict[tuple[str, str], list[list[float]]] = {}
     games_axis: list[int] = []
     for name in designs:
