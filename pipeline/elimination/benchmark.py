@@ -3,6 +3,7 @@ and a jury (docs/elimination.md)."""
 
 from __future__ import annotations
 
+from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.elimination import cli
@@ -57,6 +58,7 @@ BENCHMARK = Benchmark(
         "rate": (
             "leaderboard.csv",
             "leaderboard.parquet",
+            "rating_events.parquet",
             "metrics.json",
             "import_report.json",
             "calls.parquet",
@@ -70,11 +72,13 @@ BENCHMARK = Benchmark(
         "tables",
         "leaderboard.parquet",
         "leaderboard.csv",
+        "rating_events.parquet",  # the rated events, for the combined leaderboard
         "import_report.json",
         "calls.parquet",
         "plots",
     ),
     tables={
+        EVENTS_FILE: RatingEventsSchema,
         "tables/games.parquet": GamesSchema,
         "tables/seats.parquet": SeatsSchema,
         "tables/messages.parquet": MessagesSchema,
@@ -84,8 +88,8 @@ BENCHMARK = Benchmark(
         "tables/final_ranks.parquet": FinalRanksSchema,
     },
     replays=replays,
-    site_reads=("games",),
-    headline=("games", "wins", "avg_points"),
+    site_reads=("games", EVENTS_FILE),
+    headline=("wins", "avg_points"),  # games: the rated games of the rating table (one definition everywhere)
     order=30,
     estimators="pipeline.elimination.estimators",
     adaptive=ADAPTIVE,

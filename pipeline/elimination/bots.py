@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import graded_bot
+from pipeline.core.models.players import graded_bot, required_skill
 
 _LABEL = re.compile(r"\bP(\d+)\b")
 
@@ -136,3 +136,10 @@ def _heuristic_policy(request: MoveRequest, rng: random.Random, pick: Pick = maj
         other = next((f for f in state.get("finalists", ()) if f != seat), "my rival")
         return f"I kept faith with my allies and voted with the table. Eliminate {other}."
     return f"{seat} here. I stand by my partners and vote with the table. I am watching {suspect}."
+
+
+@register_bot("graded", game="elimination")
+def graded(options: Mapping[str, Any]) -> BotPolicy:
+    """The known-answer player: the heuristic bot at `bot_options.skill` (required), so a field of
+    graded bots has a known order, higher skill first (the leaderboard's calibration line)."""
+    return heuristic_bot({**options, "skill": required_skill(options)})

@@ -14,9 +14,10 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, TableError, atomic_open, read_table, write_json_atomic, write_table
+from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.elimination import metrics as metric_tables
 from pipeline.elimination.config import RatingSettings
-from pipeline.elimination.ratings import leaderboard, rate, rating_events, rating_params
+from pipeline.elimination.ratings import game_events, leaderboard, rate, rating_events, rating_params
 from pipeline.elimination.reader import TABLE_KEYS, Corpus, read_corpus
 from pipeline.elimination.schemas import (
     TABLE_SCHEMAS,
@@ -202,6 +203,7 @@ def run_import(
     seconds["rating"] = time.perf_counter() - started
 
     board = write_table(out / "leaderboard.parquet", board, LeaderboardSchema)
+    write_rating_events(out / EVENTS_FILE, game_events(tables["final_ranks"]))
     write_csv_atomic(out / "leaderboard.csv", board.select(LEADERBOARD_CSV_COLUMNS))
     stats = write_table(
         out / "tables" / "model_stats.parquet", metric_tables.model_stats(tables), ModelStatsSchema, sort_by=["model"]

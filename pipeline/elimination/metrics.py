@@ -80,16 +80,24 @@ def betrayals(pairs: pl.DataFrame, votes: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _buddy_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _buddy_betrayals(chats: pl.DataFrame, suffix: str = "") -> tuple[pl.DataFrame, pl.DataFrame]:
     """The original's counts: (per model its chats and the times it voted against the partner,
     per model the times its partner voted against it)."""
     betrayer = chats.group_by("model").agg(
-        pl.len().alias("buddy_chats"), pl.col("votes_against").sum().alias("buddy_betrayals")
+        pl.len().alias(f"buddy_chats{suffix}"), pl.col("votes_against").sum().alias(f"buddy_betrayals{suffix}")
     )
     victim = chats.group_by(pl.col("partner_model").alias("model")).agg(
-        pl.col("votes_against").sum().alias("buddy_betrayed")
+        pl.col("votes_against").sum().alias(f"buddy_betrayed{suffix}")
     )
     return betrayer, victim
+
+
+def consistent_games(rated: pl.DataFrame, games: pl.DataFrame) -> pl.DataFrame:
+    """The rated games whose recorded result agrees with their final ranks: the log's
+    `final_results` and the ranks re-derived from its records name the same order (`games`'
+    `matches_final_results` not false). The betrayal chart's game set (docs/elimination.md)."""
+    differ = games.filter(pl.col("matches_final_results") == False).select("game_id")  # noqa: E712
+    return rated.join(differ, on="game_id", how="anti")
 
 
 def _chat_betrayals(chats: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -119,6 +127,9 @@ def _words(messages: pl.DataFrame, rated: pl.DataFrame) -> tuple[pl.DataFrame, p
     return every, heard
 
 
+#: our option's suffix: the betrayal counts over every rated game (docs/elimination.md)
+ALL_RATED = "_all_rated"
+
 COUNTS = (
     "private_chats",
     "betrayals",
@@ -126,6 +137,9 @@ COUNTS = (
     "buddy_chats",
     "buddy_betrayals",
     "buddy_betrayed",
+    f"buddy_chats{ALL_RATED}",
+    f"buddy_betrayals{ALL_RATED}",
+    f"buddy_betrayed{ALL_RATED}",
     "messages",
     "public_messages",
     "cut_messages",
@@ -150,6 +164,11 @@ COLUMNS = (
     "buddy_betrayal_rate",
     "buddy_betrayed",
     "buddy_betrayed_rate",
+    f"buddy_chats{ALL_RATED}",
+    f"buddy_betrayals{ALL_RATED}",
+    f"buddy_betrayal_rate{ALL_RATED}",
+    f"buddy_betrayed{ALL_RATED}",
+    f"buddy_betrayed_rate{ALL_RATED}",
     "private_chats",
     "betrayals",
     "betrayal_rate",
@@ -191,7 +210,8 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     )
     table = placed
     for other in (
-        *_buddy_betrayals(chats.join(rated, on="game_id", how="semi")),
+        *_buddy_betrayals(chats.join(consistent_games(rated, tables["games"]), on="game_id", how="semi")),
+        *_buddy_betrayals(chats.join(rated, on="game_id", how="semi"), ALL_RATED),
         *_chat_betrayals(chats),
         every_words,
         heard_words,
@@ -206,6 +226,12 @@ def model_stats(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         _rate(pl.col("final2_wins"), pl.col("final2")).alias("final2_win_rate"),
         _rate(pl.col("buddy_betrayals"), pl.col("buddy_chats")).alias("buddy_betrayal_rate"),
         _rate(pl.col("buddy_betrayed"), pl.col("buddy_chats")).alias("buddy_betrayed_rate"),
+        _rate(pl.col(f"buddy_betrayals{ALL_RATED}"), pl.col(f"buddy_chats{ALL_RATED}")).alias(
+            f"buddy_betrayal_rate{ALL_RATED}"
+        ),
+        _rate(pl.col(f"buddy_betrayed{ALL_RATED}"), pl.col(f"buddy_chats{ALL_RATED}")).alias(
+            f"buddy_betrayed_rate{ALL_RATED}"
+        ),
         _rate(pl.col("betrayals"), pl.col("private_chats")).alias("betrayal_rate"),
         _rate(pl.col("betrayed"), pl.col("private_chats")).alias("betrayed_rate"),
     )
@@ -251,6 +277,9 @@ STATS_IN_METRICS = (
     "buddy_betrayal_rate",
     "buddy_betrayed",
     "buddy_betrayed_rate",
+    f"buddy_chats{ALL_RATED}",
+    f"buddy_betrayal_rate{ALL_RATED}",
+    f"buddy_betrayed_rate{ALL_RATED}",
     "public_messages",
     "words_per_message",
     "betrayal_rate",

@@ -27,6 +27,11 @@ def rating_params(settings: RatingSettings) -> RatingParams:
 
 def rating_events(final_ranks: pl.DataFrame) -> list[FreeForAll]:
     """One event per finished game, in game id order."""
+    return [event for _, event in game_events(final_ranks)]
+
+
+def game_events(final_ranks: pl.DataFrame) -> list[tuple[str, FreeForAll]]:
+    """(game id, its event) per finished game with two models or more, in game id order."""
     best = (
         final_ranks.filter(pl.col("rank").is_not_null())
         .group_by("game_id", "model")
@@ -34,10 +39,10 @@ def rating_events(final_ranks: pl.DataFrame) -> list[FreeForAll]:
         .sort("game_id", "best", "model")
     )
     events = []
-    for (_game,), group in best.group_by("game_id", maintain_order=True):
+    for (game,), group in best.group_by("game_id", maintain_order=True):
         models = group["model"].to_list()
         if len(models) >= 2:
-            events.append(FreeForAll(ranks={m: i + 1 for i, m in enumerate(models)}))
+            events.append((str(game), FreeForAll(ranks={m: i + 1 for i, m in enumerate(models)})))
     return events
 
 

@@ -157,12 +157,18 @@ class ModelStatsSchema(StrictTable):
     final2: int = Field(ge=0)
     final2_wins: int = Field(ge=0)
     final2_win_rate: float = Field(ge=0, le=1, nullable=True)
-    buddy_chats: int = Field(ge=0)  # private chats in the rated games, one per paired round
+    buddy_chats: int = Field(ge=0)  # private chats, one per paired round, in the rated games whose results agree
     buddy_betrayals: int = Field(ge=0)  # votes (first and re-vote) against that round's partner
     # a vote and a re-vote against the same partner count twice, so up to 2
     buddy_betrayal_rate: float = Field(ge=0, le=2, nullable=True)
     buddy_betrayed: int = Field(ge=0)  # votes from that round's partner against the model
     buddy_betrayed_rate: float = Field(ge=0, le=2, nullable=True)
+    # ours: the same over every rated game, those whose final results and ranks disagree included
+    buddy_chats_all_rated: int = Field(ge=0)
+    buddy_betrayals_all_rated: int = Field(ge=0)
+    buddy_betrayal_rate_all_rated: float = Field(ge=0, le=2, nullable=True)
+    buddy_betrayed_all_rated: int = Field(ge=0)
+    buddy_betrayed_rate_all_rated: float = Field(ge=0, le=2, nullable=True)
     private_chats: int = Field(ge=0)  # ours: every log read
     betrayals: int = Field(ge=0)  # ours: chats with at least one vote against the partner
     betrayal_rate: float = Field(ge=0, le=1, nullable=True)

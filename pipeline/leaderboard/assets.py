@@ -10,9 +10,11 @@ section.release { border-top: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .muted { color: #777; }
 .ns { color: #8a5a00; font-size: .9em; }
+.ns details summary { cursor: pointer; }
+body.models-only tr.bot { display: none; }
 .unsettled { border-left: 4px solid #D55E00; padding: .3em .6em; background: #fdf1ea; }
 .text { white-space: pre-wrap; word-break: break-word; }
 pre.code { background: #f7f7f7; padding: .6em; overflow-x: auto; border: 1px solid #e3e3e3; }

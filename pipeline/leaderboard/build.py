@@ -8,12 +8,24 @@ import csv
 import io
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.artifacts import write_json_atomic, write_text_atomic
+from pipeline.core.artifacts.results import BenchmarkResults
+from pipeline.core.artifacts.schemas import EVENTS_FILE
+from pipeline.core.rating.joint import JointSettings, read_rating_events
 from pipeline.core.run import benchmark
-from pipeline.leaderboard.combine import benchmark_board, combine, flat_leaderboard
+from pipeline.leaderboard.combine import (
+    BenchmarkBoard,
+    Calibration,
+    CombinedEntry,
+    benchmark_board,
+    calibration,
+    flat_leaderboard,
+    joint_combined,
+    mean_percentile,
+)
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys
 from pipeline.leaderboard.markdown import render_markdown
 from pipeline.leaderboard.notes import load_releases
@@ -48,14 +60,80 @@ def combined_csv(flat: dict[str, dict[str, float | int]]) -> str:
     return buffer.getvalue()
 
 
-def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, workspace: Path, site: bool = True) -> Built:
+@dataclass(frozen=True)
+class RosterView:
+    """What the board needs of the roster: which entries are bots, and the graded bots' skills."""
+
+    bots: frozenset[str] = frozenset()
+    skills: dict[str, float] = field(default_factory=dict)
+
+
+def roster_view(models: Path | None) -> RosterView:
+    if models is None or not models.exists():
+        return RosterView()
+    from pipeline.core.models.roster import load_models
+
+    roster = load_models(models).roster
+    skills = {
+        e.name: float(e.bot_options["skill"])
+        for e in roster
+        if e.bot == "graded" and isinstance(e.bot_options.get("skill"), (int, float))
+    }
+    return RosterView(frozenset(e.name for e in roster if e.is_bot), skills)
+
+
+def combined_board(
+    params: LeaderboardParams, benches: dict[str, BenchmarkResults], boards: list[BenchmarkBoard], roster: RosterView
+) -> dict[str, CombinedEntry]:
+    """The combined rating by `combined.method`; the joint fit reads each benchmark's rated events."""
+    if params.combined.method == "mean_percentile":
+        entries = mean_percentile(boards)
+        for model, entry in entries.items():
+            entry.bot = model in roster.bots
+        return entries
+    events = {}
+    for name, bench in benches.items():
+        path = bench.path(EVENTS_FILE)
+        if path is not None:
+            events[name] = read_rating_events(path)
+    settings = JointSettings(
+        resamples=params.combined.resamples,
+        prior_sd=params.combined.prior_sd,
+        seed=params.combined.seed,
+        anchor=params.anchor,
+        deviation_sd=params.combined.deviation_sd if params.combined.method == "joint_hierarchical" else None,
+    )
+    return joint_combined(events, settings, roster.bots)
+
+
+def calibrations(
+    boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], roster: RosterView
+) -> list[Calibration]:
+    """The graded bots' known order against the combined board and each benchmark's."""
+    if not roster.skills:
+        return []
+    found = [calibration("combined", combined, roster.skills, "score")]
+    found += [calibration(b.name, b.ratings, roster.skills, "mu") for b in boards]
+    return found
+
+
+def build_leaderboard(
+    params: LeaderboardParams,
+    results: Path,
+    out: Path,
+    workspace: Path,
+    site: bool = True,
+    models: Path | None = None,
+) -> Built:
     started = time.perf_counter()
     benchmark_names = load_benchmark_results(results, params.benchmarks)
     boards = [
         benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
         for name, bench in benchmark_names.items()
     ]
-    combined = combine(boards)
+    roster = roster_view(models)
+    combined = combined_board(params, benchmark_names, boards, roster)
+    checks = calibrations(boards, combined, roster)
     benches = []
     if site:
         for board in boards:
@@ -72,7 +150,11 @@ def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, works
         "interval_sources": {b.name: b.interval_source for b in boards},
         "models": sorted(flat),
     }
-    markdown = render_markdown(boards, combined, stamp)
+    if params.anchor is not None:
+        version["anchor"] = params.anchor
+    version["combined_method"] = params.combined.method
+    calibration_json = {c.board: c.as_metrics() for c in checks}
+    markdown = render_markdown(boards, combined, stamp, checks, params.combined.method, params.anchor)
     pages = 0
     if site:
         pages = build_site(
@@ -83,9 +165,12 @@ def build_leaderboard(params: LeaderboardParams, results: Path, out: Path, works
             {"leaderboard.json": dumps(flat), "leaderboard.md": markdown, "version.json": dumps(version)},
             params.site.games_per_page,
             load_releases(out),
+            checks,
+            params.combined.method,
         )
     write_json_atomic(out / "version.json", version)
     write_text_atomic(out / "leaderboard.md", markdown)
     write_json_atomic(out / "leaderboard.json", flat)
     write_text_atomic(out / "combined.csv", combined_csv(flat))
+    write_json_atomic(out / "calibration.json", calibration_json)
     return Built(len(flat), [b.name for b in boards], pages, time.perf_counter() - started, stamp)

@@ -14,9 +14,18 @@ FORMATS = ("html", "svg")  # the page shows the SVG, links the interactive HTML 
 
 
 def combined_frame(combined: dict[str, CombinedEntry]) -> pl.DataFrame:
+    """Score and interval per model; `interval` says the row's section (full coverage or provisional)."""
     return pl.DataFrame(
         [
-            {"model": m, "score": e.score, "score_lo": e.score_lo, "score_hi": e.score_hi, "rank": e.rank}
+            {
+                "model": m,
+                "score": e.score,
+                "score_lo": e.score if e.score_lo is None else e.score_lo,
+                "score_hi": e.score if e.score_hi is None else e.score_hi,
+                "rank": e.rank,
+                "interval": ("provisional" if e.provisional else "full coverage")
+                + ("" if e.settled else ", unsettled"),
+            }
             for m, e in combined.items()
         ],
         schema={
@@ -25,6 +34,7 @@ def combined_frame(combined: dict[str, CombinedEntry]) -> pl.DataFrame:
             "score_lo": pl.Float64,
             "score_hi": pl.Float64,
             "rank": pl.Int64,
+            "interval": pl.String,
         },
     )
 
@@ -75,7 +85,9 @@ def interval_chart(frame: pl.DataFrame, value: str, lo: str, hi: str, title: str
     return (rule + point).properties(title=title, width=420, height=max(60, 24 * frame.height))
 
 
-def write_charts(folder: Path, boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]) -> dict[str, Path]:
+def write_charts(
+    folder: Path, boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], method: str = "joint"
+) -> dict[str, Path]:
     """Chart stems written under `folder`, keyed "combined" and by benchmark name."""
     written: dict[str, Path] = {}
     if combined:
@@ -84,8 +96,8 @@ def write_charts(folder: Path, boards: list[BenchmarkBoard], combined: dict[str,
             "score",
             "score_lo",
             "score_hi",
-            "Combined score with its interval",
-            "mean percentile rank (100 = first)",
+            "Combined rating with its 95% interval",
+            "mean percentile rank (100 = first)" if method == "mean_percentile" else "joint rating (Elo scale)",
         )
         save_chart(chart, folder / "combined", FORMATS)
         written["combined"] = folder / "combined"

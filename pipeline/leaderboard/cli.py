@@ -20,7 +20,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
             f"leaderboard: --results {args.results} is no directory; name the folder holding "
             "results/<benchmark>/ (default: results, written by the benchmarks' stages)"
         )
-    done = build_leaderboard(params, Path(args.results), Path(args.out), Path(args.workspace), site=not args.no_site)
+    done = build_leaderboard(
+        params,
+        Path(args.results),
+        Path(args.out),
+        Path(args.workspace),
+        site=not args.no_site,
+        models=Path(args.models),
+    )
     print(
         f"{done.stamp.short}\n{done.models} models over {len(done.benchmarks)} benchmarks "
         f"({', '.join(done.benchmarks) or 'none'}); {done.pages} pages in {done.seconds:.1f} s",
@@ -84,6 +91,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--params", default="params/leaderboard.yaml")
     build.add_argument("--results", default="results", help="folder holding results/<benchmark>/")
+    build.add_argument(
+        "--models", default="params/models.yaml", help="the roster: which entries are bots, the graded bots' skills"
+    )
     build.add_argument("--out", default="results/leaderboard")
     build.add_argument("--workspace", default=".", help="git workspace whose commit stamps the output")
     build.add_argument("--no-site", action="store_true", help="write only leaderboard.json/.md and version.json")

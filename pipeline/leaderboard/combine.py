@@ -1,4 +1,9 @@
-"""Per-benchmark ratings with rank intervals, and the combined score over benchmarks.
+"""Per-benchmark ratings with rank intervals, and the combined rating over benchmarks.
+
+The combined rating (`combined.method`): `joint` (the default), one Bradley-Terry fit over every
+benchmark's rated games with each benchmark weighted equally (pipeline/core/rating/joint.py,
+docs/ratings.md): models that played every combined benchmark are ranked first, the others are
+"provisional" and ranked after them. `mean_percentile`: the earlier board, described below.
 
 Rank intervals come from the benchmark (its bootstrap `trueskill_rank_lo/hi`) when it gives them.
 Otherwise they are derived from rating intervals (bootstrap `mu_lo/mu_hi`, else
@@ -12,7 +17,7 @@ MIN_SETTLED_GAMES games per model. Otherwise (no bootstrap, a few games, unknown
 model's rank interval is the whole field, it is marked "unsettled", and its rating interval does
 not narrow anyone else's rank interval.
 
-Combined score: the mean over the benchmarks a model played (with at least two models rated) of
+Mean percentile (`mean_percentile`): the mean over the benchmarks a model played (with at least two models rated) of
 its percentile rank, 100 * (n - rank) / (n - 1): 100 = first, 0 = last. The score interval uses
 the same formula on the rank interval's ends; combined rank intervals follow from score intervals.
 A combined entry is settled when every benchmark rating behind it is. Two models whose rank
@@ -23,10 +28,14 @@ intervals do not overlap (`separation`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
+from pipeline.core.rating.joint import JointSettings, joint_fit, kendall_tau
 from pipeline.core.rating.multipass import evidence_text, interval_settled, resamples_text, settled_rank_interval
 
 DIGITS = 4
@@ -118,19 +127,26 @@ class BenchmarkBoard:
 
 @dataclass
 class CombinedEntry:
+    """One model's row of the combined board (either method)."""
+
     model: str
     score: float
-    score_lo: float
-    score_hi: float
-    benchmarks: int
+    score_lo: float | None
+    score_hi: float | None
+    played: tuple[str, ...]  # the benchmarks it played, in board order
     rank: int = 0
     rank_lo: int = 0
     rank_hi: int = 0
-    unsettled: list[str] = field(default_factory=list)  # benchmarks where its rating is not settled
+    settled: bool = False
+    games: int | None = None  # games behind the combined rating (joint: over every benchmark)
+    provisional: bool = False  # it missed a benchmark the board combines
+    missed: tuple[str, ...] = ()
+    bot: bool = False  # a scripted bot (the models-only view hides it)
+    unsettled: list[str] = field(default_factory=list)  # mean_percentile: benchmarks where its rating is unsettled
 
     @property
-    def settled(self) -> bool:
-        return not self.unsettled
+    def benchmarks(self) -> int:
+        return len(self.played)
 
 
 def _number(value: Any) -> float | int | None:
@@ -246,8 +262,9 @@ def benchmark_board(
     return BenchmarkBoard(name, ordered, headline, source)
 
 
-def combine(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
-    """Mean percentile rank over the benchmarks each model played; sorted by combined rank."""
+def mean_percentile(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
+    """The `mean_percentile` method: mean percentile rank over the benchmarks each model played;
+    sorted by combined rank."""
     points: dict[str, list[tuple[float, float, float]]] = {}
     unsettled: dict[str, list[str]] = {}
     for board in boards:
@@ -259,19 +276,24 @@ def combine(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
             )
             if not rating.settled:
                 unsettled.setdefault(model, []).append(board.name)
+    counted = [b.name for b in boards if b.size >= 2]
     entries = {
         model: CombinedEntry(
             model,
             score=sum(p[0] for p in values) / len(values),
             score_lo=sum(p[1] for p in values) / len(values),
             score_hi=sum(p[2] for p in values) / len(values),
-            benchmarks=len(values),
+            played=tuple(b for b in counted if model in next(x for x in boards if x.name == b).ratings),
             unsettled=unsettled.get(model, []),
+            settled=not unsettled.get(model),
         )
         for model, values in points.items()
     }
+    for entry in entries.values():
+        entry.missed = tuple(b for b in counted if b not in entry.played)
+        entry.provisional = bool(entry.missed)
     ranks = competition_ranks({m: round(e.score, 9) for m, e in entries.items()})
-    bounds = interval_ranks({m: (e.score_lo, e.score_hi) for m, e in entries.items()})
+    bounds = interval_ranks({m: (e.score_lo, e.score_hi) for m, e in entries.items()})  # type: ignore[misc]
     for model, entry in entries.items():
         entry.rank = ranks[model]
         entry.rank_lo = min(bounds[model][0], entry.rank)
@@ -298,8 +320,10 @@ def flat_leaderboard(
                 "combined_rank_lo": entry.rank_lo,
                 "combined_rank_hi": entry.rank_hi,
                 "combined_benchmarks": entry.benchmarks,
+                "combined_games": entry.games,
                 "combined_not_separable": len(overlapping(combined, model)),
                 "combined_settled": int(entry.settled),
+                "combined_provisional": int(entry.provisional),
             }
         )
     for board in boards:
@@ -350,9 +374,10 @@ def leaderboard_note(boards: list[BenchmarkBoard]) -> str:
 
 
 def mu_text(rating: Rating, digits: int = 2) -> str:
-    """mu with its interval when the interval is settled: '11.79 [9.99, 12.80]', else '11.79'."""
+    """mu with its bootstrap interval, '11.79 [9.99, 12.80]', or '11.79' without one (an unsettled
+    interval is shown too: the row's rank says it is unsettled)."""
     mu = f"{rating.mu:.{digits}f}"
-    if not rating.settled or rating.mu_lo is None or rating.mu_hi is None:
+    if rating.mu_lo is None or rating.mu_hi is None:
         return mu
     return f"{mu} [{rating.mu_lo:.{digits}f}, {rating.mu_hi:.{digits}f}]"
 
@@ -395,7 +420,87 @@ def _pair_evidence(a: Rating, b: Rating) -> str:
 def combined_separation(a: CombinedEntry, b: CombinedEntry) -> str:
     """`separation` of two combined entries; the evidence: where their ratings are unsettled."""
     if a.settled and b.settled:
-        evidence = "every benchmark rating behind both settled"
-    else:
+        evidence = "every rating behind both settled"
+    elif a.unsettled or b.unsettled:  # mean_percentile: where the benchmark ratings are short
         evidence = "; ".join(f"{e.model} unsettled in {', '.join(e.unsettled)}" for e in (a, b) if e.unsettled)
+    else:
+        evidence = "; ".join(f"{e.model} {e.games} games" for e in (a, b) if not e.settled)
     return separation(a.settled, b.settled, (a.rank_lo, a.rank_hi), (b.rank_lo, b.rank_hi), evidence)
+
+
+def joint_combined(
+    events: Mapping[str, pl.DataFrame], settings: JointSettings, bots: frozenset[str] = frozenset()
+) -> dict[str, CombinedEntry]:
+    """The `joint` method: one Bradley-Terry fit over every benchmark's rated events
+    (pipeline.core.rating.joint); full-coverage models first, then the provisional ones."""
+    fit = joint_fit(events, settings)
+    entries = {}
+    for model, r in fit.ratings.items():
+        played = tuple(b for b in fit.benchmarks if r.games_by_benchmark.get(b))
+        entries[model] = CombinedEntry(
+            model,
+            score=r.score,
+            score_lo=r.score_lo,
+            score_hi=r.score_hi,
+            played=played,
+            rank=r.rank,
+            rank_lo=r.rank_lo,
+            rank_hi=r.rank_hi,
+            settled=r.settled,
+            games=r.games,
+            provisional=r.provisional,
+            missed=tuple(b for b in fit.benchmarks if b not in played),
+            bot=model in bots,
+        )
+    return entries
+
+
+@dataclass
+class Calibration:
+    """How well a board recovers the known order of the graded bots (`bot: graded`, by skill)."""
+
+    board: str
+    bots: list[tuple[str, float]]  # (model, skill), best first, those on the board
+    tau: float | None  # Kendall's tau of the board's ratings against skill
+    settled: bool  # every one of their rows settled
+    separated: int  # neighbouring pairs whose rank intervals do not overlap
+
+    @property
+    def in_order(self) -> bool:
+        return self.tau == 1.0
+
+    def line(self) -> str:
+        if self.tau is None:
+            return (
+                f"calibration ({self.board}): fewer than two of the roster's graded bots rated here, nothing to "
+                "check (seat them in every benchmark: docs/ratings.md#calibration-graded-bots-with-a-known-order)"
+            )
+        order = " > ".join(f"{m} ({s:g})" for m, s in self.bots)
+        verdict = "in their known order" if self.in_order else "NOT in their known order"
+        settled = "all settled" if self.settled else "not all settled"
+        return (
+            f"calibration: {len(self.bots)} graded bots {verdict} (Kendall tau {self.tau:.2f}; {settled}; "
+            f"{self.separated} of {len(self.bots) - 1} neighbouring pairs separated): {order}"
+        )
+
+    def as_metrics(self) -> dict[str, float | int]:
+        out: dict[str, float | int] = {"graded_bots": len(self.bots), "settled": int(self.settled)}
+        if self.tau is not None:
+            out.update(kendall_tau=round(self.tau, DIGITS), in_order=int(self.in_order), separated=self.separated)
+        return out
+
+
+def calibration(board: str, rows: Mapping[str, Any], skills: Mapping[str, float], score: str) -> Calibration:
+    """`rows`: model -> a rated row with `score` (attribute), `settled`, `rank_lo`, `rank_hi`."""
+    rated = sorted(((m, s) for m, s in skills.items() if m in rows), key=lambda ms: (-ms[1], ms[0]))
+    tau = kendall_tau([m for m, _ in rated], {m: float(getattr(rows[m], score)) for m, _ in rated})
+    separated = sum(1 for (a, _), (b, _) in zip(rated, rated[1:]) if rows[a].rank_hi < rows[b].rank_lo)
+    return Calibration(board, rated, tau, all(bool(rows[m].settled) for m, _ in rated), separated)
+
+
+def score_text(entry: CombinedEntry, digits: int = 0) -> str:
+    """'1042 [987, 1101]': the score and its bootstrap interval (an unsettled row says so in its rank)."""
+    score = f"{entry.score:.{digits}f}"
+    if entry.score_lo is None or entry.score_hi is None:
+        return score
+    return f"{score} [{entry.score_lo:.{digits}f}, {entry.score_hi:.{digits}f}]"

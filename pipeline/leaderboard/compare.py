@@ -12,16 +12,17 @@ import polars as pl
 
 from pipeline.core.artifacts import write_text_atomic
 from pipeline.core.artifacts.results import BenchmarkResults
+from pipeline.leaderboard.build import RosterView, combined_board
 from pipeline.leaderboard.combine import (
     SETTLED_RULE,
     BenchmarkBoard,
     Rating,
     benchmark_board,
-    combine,
     combined_separation,
     mu_text,
     rank_text,
     rating_separation,
+    score_text,
 )
 from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
 from pipeline.leaderboard.report import Report
@@ -134,15 +135,15 @@ def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> 
         "interval is the whole field). Each verdict names the games per model and the resamples."
     )
     rows: list[list[object]] = []
-    combined = combine(boards)
+    combined = combined_board(params, benches, boards, RosterView())
     if a in combined and b in combined:
         ca, cb = combined[a], combined[b]
         rows.append(
             [
                 "combined",
                 *(
-                    f"{c.score:.1f} [{c.score_lo:.1f}, {c.score_hi:.1f}], "
-                    f"rank {rank_text(c.rank, c.rank_lo, c.rank_hi, c.settled)}"
+                    f"{score_text(c)}, rank {rank_text(c.rank, c.rank_lo, c.rank_hi, c.settled)}"
+                    + (" provisional" if c.provisional else "")
                     for c in (ca, cb)
                 ),
                 f"{ca.score - cb.score:+.1f}",

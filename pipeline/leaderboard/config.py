@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -17,6 +18,23 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+$")
 class SiteParams(StrictParams):
     games_per_page: int = Field(100, ge=1, le=5000, description="games listed per page of a benchmark's game list")
     max_games: int = Field(0, ge=0, description="replay pages per benchmark (0: every game); the list links only these")
+
+
+class CombinedParams(StrictParams):
+    method: Literal["joint", "joint_hierarchical", "mean_percentile"] = Field(
+        "joint",
+        description="joint: one Bradley-Terry fit over every benchmark's games, each benchmark weighted equally "
+        "(docs/ratings.md); joint_hierarchical: the same with a general skill plus a per-benchmark deviation "
+        "shrunk toward zero; mean_percentile: the mean of each benchmark's percentile rank (the earlier board)",
+    )
+    deviation_sd: float = Field(
+        0.5, gt=0, description="joint_hierarchical: prior sd of a model's per-benchmark deviation, in log-odds"
+    )
+    resamples: int = Field(
+        200, ge=0, le=10000, description="bootstrap resamples of the joint fit (games within benchmarks)"
+    )
+    prior_sd: float = Field(2.0, gt=0, description="sd of the joint fit's Gaussian prior on a rating, in log-odds")
+    seed: int = Field(0, description="seeds the joint fit's bootstrap")
 
 
 class CompareParams(StrictParams):
@@ -39,6 +57,12 @@ class LeaderboardParams(StrictParams):
         1.96,
         gt=0,
         description="width in sigmas of a rating interval when a benchmark gives no bootstrap interval",
+    )
+    combined: CombinedParams = Field(default_factory=CombinedParams, description="the combined rating")
+    anchor: str | None = Field(
+        None,
+        description="a model whose combined score is fixed at 1000 in every version, so published versions share "
+        "a scale (release notes report changes on it); null: the mean of the full-coverage models is 1000",
     )
     site: SiteParams = Field(default_factory=SiteParams, description="the static site")
     compare: CompareParams = Field(default_factory=CompareParams, description="`python -m pipeline compare`")

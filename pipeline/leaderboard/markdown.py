@@ -5,11 +5,13 @@ from __future__ import annotations
 from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
 from pipeline.leaderboard.combine import (
     BenchmarkBoard,
+    Calibration,
     CombinedEntry,
     leaderboard_note,
     mu_text,
     overlapping,
     rank_text,
+    score_text,
 )
 from pipeline.leaderboard.stamp import Stamp
 
@@ -32,55 +34,129 @@ def table(header: list[str], rows: list[list[object]]) -> list[str]:
 HOW_TO_READ = f"""\
 ## How to read this
 
-- **rank (lo–hi)**: the rank by rating, and its 95% interval. A benchmark's interval comes from its
-  bootstrap over games when it gives one; otherwise from the rating intervals (a model can rank no
-  better than the models whose whole interval lies above its own allow, no worse than those wholly
-  below allow).
-- **not separable from**: models whose rank intervals overlap this model's: the data do not order them.
-- **unsettled**: a rank interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples over at
-  least {MIN_SETTLED_GAMES} games per model (pipeline/core/rating/multipass.py, `interval_settled`). Below that (no bootstrap,
-  a few games) the rank interval is the whole field, the mu interval is not shown, and the model is
-  separable from no one. A combined rank is unsettled when a benchmark rank behind it is.
-  **games**: the games behind the model's rating.
-- **combined score**: the mean over the benchmarks a model played of its percentile rank
-  100 x (n - rank) / (n - 1) (100 = first of n, 0 = last); [lo, hi] applies the same formula to the
-  rank interval's ends. Benchmarks with a single rated model do not count.
-- **mu [lo, hi]**: the benchmark's TrueSkill mean and its 95% interval (sigma: TrueSkill's own uncertainty).
+- **score [lo, hi]** (joint, the default): one Bradley–Terry rating over the games of every
+  benchmark, each benchmark weighted equally, on the Elo scale (400 points: 10-to-1 odds); [lo, hi]
+  is its 95% bootstrap interval over games resampled within each benchmark (docs/ratings.md). 1000
+  is the anchor model's score when `anchor` is set, else the mean of the full-coverage models.
+- **rank (lo–hi)**: the rank by score, and its 95% interval: a model can rank no better than the
+  models whose whole interval lies above its own allow, no worse than those wholly below allow.
+- **provisional**: the model missed a benchmark the board combines. Provisional models are rated
+  against the full-coverage models' fixed ratings and listed after them, so they never move them.
+- **unsettled**: an interval counts only from a bootstrap of at least {MIN_SETTLED_RESAMPLES} resamples over at
+  least {MIN_SETTLED_GAMES} games of the model (pipeline/core/rating/multipass.py, `interval_settled`). Below
+  that the rank interval is the whole section and the model is separable from no one.
+- **games**: the games behind the rating, counted once each whatever seats the model held: over
+  every benchmark in the combined table, that benchmark's in its own table.
+- **not separable**: how many models' rank intervals overlap this model's (the site lists them).
+- **calibration**: the graded bots (`bot: graded`) have a known order, higher skill first; the line
+  says whether the board recovers it (Kendall tau), and whether their rows are settled.
+- **mu [lo, hi]**: a benchmark's TrueSkill mean, as its reference rates it, and its 95% bootstrap
+  interval (sigma: TrueSkill's own uncertainty).
 """
 
+MEAN_PERCENTILE_NOTE = (
+    "Combined by `mean_percentile`: the mean over the benchmarks a model played of its percentile rank "
+    "100 x (n - rank) / (n - 1) (100 = first, 0 = last); it rewards playing fewer benchmarks."
+)
 
-def render_markdown(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], stamp: Stamp) -> str:
+
+def number_text(value: float | None, digits: int = 3) -> str:
+    """A metric as read: a whole number (a count, points) without decimals, else `digits` of them."""
+    if value is None:
+        return "–"
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def count_text(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def coverage_text(entry: CombinedEntry, total: int) -> str:
+    """'4/4', or '2/4, missed skate, xent'."""
+    text = f"{entry.benchmarks}/{total}"
+    return f"{text}, missed {', '.join(entry.missed)}" if entry.missed else text
+
+
+def combined_rows(
+    boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], rows: list[str], total: int
+) -> list[list[object]]:
+    out = []
+    for model in rows:
+        entry = combined[model]
+        per_bench = []
+        for board in boards:
+            rating = board.ratings.get(model)
+            per_bench.append(
+                "–" if rating is None else rank_text(rating.rank, rating.rank_lo, rating.rank_hi, rating.settled)
+            )
+        out.append(
+            [
+                rank_text(entry.rank, entry.rank_lo, entry.rank_hi, entry.settled),
+                model + (" (bot)" if entry.bot else ""),
+                score_text(entry, 0 if entry.games is not None else 1),
+                count_text(entry.games),
+                coverage_text(entry, total),
+                *per_bench,
+                len(overlapping(combined, model)),
+            ]
+        )
+    return out
+
+
+def render_markdown(
+    boards: list[BenchmarkBoard],
+    combined: dict[str, CombinedEntry],
+    stamp: Stamp,
+    checks: list[Calibration] | None = None,
+    method: str = "joint",
+    anchor: str | None = None,
+) -> str:
     lines = ["# Leaderboard", "", f"_{stamp.short}_", ""]
     if not boards:
         lines += ["No benchmark results found (no results/<benchmark>/metrics.json).", ""]
+    for check in checks or []:
+        if check.board == "combined":
+            lines += [f"**{check.line()}**" if not (check.in_order and check.settled) else check.line(), ""]
     note = leaderboard_note(boards)
     if note:
         lines += [f"**{note}**" if note.startswith("Rankings not settled") else note, ""]
     names = [b.name for b in boards]
+    total = len({b for e in combined.values() for b in (*e.played, *e.missed)})
+    header = ["rank (95%)", "model", "score [95%]", "games", "benchmarks", *names, "not separable"]
     if combined:
-        lines += ["## Combined", ""]
-        rows = []
-        for model, entry in combined.items():
-            per_bench = []
-            for board in boards:
-                rating = board.ratings.get(model)
-                per_bench.append(
-                    "–" if rating is None else rank_text(rating.rank, rating.rank_lo, rating.rank_hi, rating.settled)
-                )
-            rows.append(
-                [
-                    rank_text(entry.rank, entry.rank_lo, entry.rank_hi, entry.settled),
-                    model,
-                    f"{entry.score:.1f} [{entry.score_lo:.1f}, {entry.score_hi:.1f}]",
-                    entry.benchmarks,
-                    *per_bench,
-                    ", ".join(overlapping(combined, model)) or "–",
-                ]
-            )
-        lines += table(["rank", "model", "score [lo, hi]", "benchmarks", *names, "not separable from"], rows)
-        lines.append("")
+        full = [m for m, e in combined.items() if not e.provisional]
+        partial = [m for m, e in combined.items() if e.provisional]
+        kind = "joint rating" if method == "joint" else "general skill of the hierarchical joint fit"
+        scale = f"{kind}, Elo scale, {'anchor ' + anchor + ' = 1000' if anchor else 'mean of full coverage = 1000'}"
+        lines += [
+            "## Combined",
+            "",
+            MEAN_PERCENTILE_NOTE
+            if method == "mean_percentile"
+            else f"One rating over every benchmark's games ({scale}).",
+            "",
+        ]
+        if full:
+            lines += table(header, combined_rows(boards, combined, full, total)) + [""]
+        if partial:
+            lines += [
+                "### Provisional: missed a benchmark the board combines",
+                "",
+                "Rated against the full-coverage models' fixed ratings; ranked after them.",
+                "",
+            ]
+            lines += table(header, combined_rows(boards, combined, partial, total)) + [""]
+        models_only = [m for m, e in combined.items() if not e.bot]
+        if models_only and len(models_only) < len(combined):
+            lines += ["### Models only (bots hidden; ranks as on the whole board)", ""]
+            lines += table(header, combined_rows(boards, combined, models_only, total)) + [""]
     for board in boards:
         lines += [f"## {board.name}", "", f"Rank intervals: {board.interval_source}. {board.settled_note()}", ""]
+        for check in checks or []:
+            if check.board == board.name and check.tau is not None:
+                lines += [check.line(), ""]
         rows = []
         for model, r in board.ratings.items():
             rows.append(
@@ -89,11 +165,11 @@ def render_markdown(boards: list[BenchmarkBoard], combined: dict[str, CombinedEn
                     model,
                     mu_text(r),
                     fmt(r.sigma),
-                    "?" if r.games is None else r.games,
-                    ", ".join(board.not_separable(model)) or "–",
+                    count_text(r.games),
+                    len(board.not_separable(model)),
                 ]
             )
-        lines += table(["rank", "model", "mu [lo, hi]", "sigma", "games", "not separable from"], rows)
+        lines += table(["rank (95%)", "model", "mu [lo, hi]", "sigma", "games", "not separable"], rows)
         lines.append("")
     lines += [HOW_TO_READ, f"Inputs: {len(stamp.inputs)} files, listed with their hashes in version.json.", ""]
     return "\n".join(lines)

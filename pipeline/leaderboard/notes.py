@@ -108,6 +108,8 @@ def release_record(
         "params_changed": [],
         "code_changed": {},
         "warnings": [],
+        "anchor": current.stamp.get("anchor"),
+        "score_changes": [],
     }
     if previous is None:
         return record
@@ -124,7 +126,17 @@ def release_record(
         benchmarks_removed=sorted(set(before) - set(benchmarks)),
         params_changed=params_changes(repo, previous.label, params_dir),
         code_changed=code_changes(repo, previous.label),
+        score_changes=[
+            {"model": model, "score_a": c["rating_a"], "score_b": c["rating_b"], "delta": c["delta"]}
+            for model, changes in diff["models"].items()
+            if (c := changes.get("combined")) is not None and c["delta"] is not None
+        ],
     )
+    if previous.stamp.get("anchor") != current.stamp.get("anchor"):
+        record["warnings"].append(
+            f"the anchor changed ({previous.stamp.get('anchor') or 'none'} → {current.stamp.get('anchor') or 'none'}): "
+            "combined scores of the two versions are on different scales"
+        )
     if kind == "minor":
         ruled = [part for part in record["code_changed"] if part in benchmarks or part == "core"]
         if ruled:
@@ -176,6 +188,14 @@ def record_lines(record: dict[str, Any]) -> list[str]:
     lines.append(f"- Params changed: {'; '.join(params) if params else 'none'}")
     code = ", ".join(f"{part} ({n} file{'s' if n != 1 else ''})" for part, n in record["code_changed"].items())
     lines.append(f"- Code changed: {code or 'none'}")
+    if record.get("score_changes"):
+        anchor = record.get("anchor")
+        scale = f"anchor {anchor} = 1000" if anchor else "mean of the full-coverage models = 1000; no anchor set"
+        moves = "; ".join(
+            f"{c['model']} {c['delta']:+.0f} ({c['score_a']:.0f} → {c['score_b']:.0f})"
+            for c in sorted(record["score_changes"], key=lambda c: (-abs(c["delta"]), c["model"]))
+        )
+        lines.append(f"- Combined score changes (scale: {scale}): {moves}")
     lines += [f"- Warning: {w}" for w in record["warnings"]]
     return lines
 

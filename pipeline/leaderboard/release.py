@@ -295,6 +295,7 @@ def publish_version(options: PublishOptions) -> Published:
             f"{folder}/{name}"
             for name in (
                 "leaderboard.json",
+                "calibration.json",
                 "leaderboard.md",
                 "version.json",
                 "combined.csv",

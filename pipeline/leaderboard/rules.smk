@@ -11,12 +11,14 @@ rule leaderboard_build:
     input:
         benchmarks=leaderboard_inputs(ALL_TARGETS, BENCHMARKS, workflow.rules),
         params=f"{PARAMS_DIR}/leaderboard.yaml",
+        models=f"{PARAMS_DIR}/models.yaml",
         releases=published_releases(LEADERBOARD_DIR),
     output:
         leaderboard=f"{LEADERBOARD_DIR}/leaderboard.json",
         markdown=f"{LEADERBOARD_DIR}/leaderboard.md",
         version=f"{LEADERBOARD_DIR}/version.json",
         combined=f"{LEADERBOARD_DIR}/combined.csv",
+        calibration=f"{LEADERBOARD_DIR}/calibration.json",
         site=directory(f"{LEADERBOARD_DIR}/site"),
     log:
         f"{LEADERBOARD_DIR}/logs/build.log",
@@ -25,7 +27,8 @@ rule leaderboard_build:
     params:
         code=leaderboard_code(BENCHMARKS),
     shell:
-        "python -m pipeline leaderboard --params {input.params} --results results --out results/leaderboard "
+        "python -m pipeline leaderboard --params {input.params} --models {input.models} --results results "
+        "--out results/leaderboard "
         "> {log} 2>&1"
 
 

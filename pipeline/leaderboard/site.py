@@ -16,13 +16,15 @@ from pipeline.core.artifacts import ReplaySet, write_json_atomic, write_text_ato
 from pipeline.leaderboard.assets import REPLAY_JS, SITE_CSS
 from pipeline.leaderboard.combine import (
     BenchmarkBoard,
+    Calibration,
     CombinedEntry,
     leaderboard_note,
     mu_text,
     overlapping,
     rank_text,
+    score_text,
 )
-from pipeline.leaderboard.markdown import fmt
+from pipeline.leaderboard.markdown import count_text, coverage_text, fmt, number_text
 from pipeline.leaderboard.notes import CHANGELOG_FILE, RELEASES_FILE, record_lines, render_changelog
 from pipeline.leaderboard.stamp import Stamp
 from pipeline.leaderboard.templates import render, render_source
@@ -40,7 +42,7 @@ def write(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def rating_rows(board: BenchmarkBoard) -> list[dict[str, str]]:
+def rating_rows(board: BenchmarkBoard) -> list[dict[str, Any]]:
     rows = []
     for model, r in board.ratings.items():
         rows.append(
@@ -49,8 +51,8 @@ def rating_rows(board: BenchmarkBoard) -> list[dict[str, str]]:
                 "model": model,
                 "mu": mu_text(r),
                 "sigma": fmt(r.sigma),
-                "games": "?" if r.games is None else str(r.games),
-                "not_separable": ", ".join(board.not_separable(model)),
+                "games": count_text(r.games),
+                "not_separable": board.not_separable(model),
             }
         )
     return rows
@@ -107,7 +109,7 @@ def write_benchmark(
             ratings=rating_rows(bench.board),
             headline_columns=headline_columns,
             headline_rows=[
-                {"model": m, "cells": [fmt(v.get(c), 3) for c in headline_columns]}
+                {"model": m, "cells": [number_text(v.get(c)) for c in headline_columns]}
                 for m, v in sorted(bench.board.headline.items())
                 if v
             ],
@@ -153,19 +155,25 @@ def write_benchmark(
 
 
 def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]) -> list[dict[str, Any]]:
+    """The combined table's rows, full-coverage models first, then the provisional ones."""
+    total = len({b for e in combined.values() for b in (*e.played, *e.missed)})
     rows = []
     for model, e in combined.items():
         rows.append(
             {
                 "rank": rank_text(e.rank, e.rank_lo, e.rank_hi, e.settled),
                 "model": model,
-                "score": f"{e.score:.1f} [{e.score_lo:.1f}, {e.score_hi:.1f}]",
-                "benchmarks": e.benchmarks,
+                "bot": e.bot,
+                "provisional": e.provisional,
+                "score": score_text(e, 0 if e.games is not None else 1),
+                "games": count_text(e.games),
+                "benchmarks": coverage_text(e, total),
+                "played": ", ".join(e.played),
                 "per_benchmark": [
                     rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled) if (r := b.ratings.get(model)) else "–"
                     for b in boards
                 ],
-                "not_separable": ", ".join(overlapping(combined, model)),
+                "not_separable": overlapping(combined, model),
             }
         )
     return rows
@@ -208,6 +216,8 @@ def build_site(
     files: dict[str, str],
     per_page: int,
     releases: list[dict[str, Any]],
+    checks: list[Calibration] | None = None,
+    method: str = "joint",
 ) -> int:
     """Write the whole site to `target` (replacing it); `files` are extra files (name -> text);
     `releases` the published versions' records (releases.json), newest first."""
@@ -223,7 +233,7 @@ def build_site(
         for name, text in files.items():
             write(staging / name, text)
         boards = [b.board for b in benches]
-        charts = write_charts(staging / "charts", boards, combined)
+        charts = write_charts(staging / "charts", boards, combined, method)
         nav = [b.name for b in boards]
         write_releases(staging, releases, stamp, nav)
         pages = 2
@@ -238,12 +248,16 @@ def build_site(
                 title="Leaderboard",
                 benchmarks=nav,
                 combined=index_context(boards, combined),
+                method=method,
+                calibration=[c.line() for c in checks or [] if c.board == "combined"],
+                calibration_ok=all(c.in_order and c.settled for c in checks or [] if c.board == "combined"),
+                has_bots=any(e.bot for e in combined.values()),
                 settled_note=leaderboard_note(boards),
                 charts=[
                     {
                         "svg": f"charts/{stem.name}.svg",
                         "html": f"charts/{stem.name}.html",
-                        "title": "combined score" if key == "combined" else f"{key} ratings",
+                        "title": "combined rating" if key == "combined" else f"{key} ratings",
                     }
                     for key, stem in charts.items()
                 ],

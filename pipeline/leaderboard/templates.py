@@ -29,10 +29,19 @@ BASE = """\
 """
 
 MACROS = """\
+{% macro not_separable(names) %}{% if names %}<details><summary>{{ names|length }}</summary>{{ names|join(", ") }}</details>{% else %}0{% endif %}{% endmacro %}
 {% macro rating_table(rows) %}
-<table><tr><th>rank (95%)</th><th>model</th><th>mu [lo, hi]</th><th>sigma</th><th>games</th><th>not separable from</th></tr>
+<table><tr><th>rank (95%)</th><th>model</th><th>mu [lo, hi]</th><th>sigma</th><th>games</th><th>not separable</th></tr>
 {% for r in rows %}<tr><td>{{ r.rank }}</td><td>{{ r.model }}</td><td class="num">{{ r.mu }}</td>
-<td class="num">{{ r.sigma }}</td><td class="num">{{ r.games }}</td><td class="ns">{{ r.not_separable or "–" }}</td></tr>
+<td class="num">{{ r.sigma }}</td><td class="num">{{ r.games }}</td><td class="ns">{{ not_separable(r.not_separable) }}</td></tr>
+{% endfor %}</table>
+{% endmacro %}
+{% macro combined_table(rows, benchmarks) %}
+<table class="combined"><tr><th>rank (95%)</th><th>model</th><th>score [95%]</th><th>games</th><th>benchmarks</th>
+{% for b in benchmarks %}<th><a href="{{ b }}/index.html">{{ b }}</a></th>{% endfor %}<th>not separable</th></tr>
+{% for r in rows %}<tr class="{{ 'bot' if r.bot else 'model' }}"><td>{{ r.rank }}</td><td>{{ r.model }}{% if r.bot %} <span class="muted">bot</span>{% endif %}</td>
+<td class="num">{{ r.score }}</td><td class="num">{{ r.games }}</td><td title="{{ r.played }}">{{ r.benchmarks }}</td>
+{% for cell in r.per_benchmark %}<td>{{ cell }}</td>{% endfor %}<td class="ns">{{ not_separable(r.not_separable) }}</td></tr>
 {% endfor %}</table>
 {% endmacro %}
 {% macro stepper() %}
@@ -53,19 +62,28 @@ MACROS = """\
 INDEX = """\
 {% extends "base.html" %}{% import "macros.html" as m %}
 {% block main %}
-<p>Models ranked by the games they play. Ranks carry 95% intervals; models whose intervals overlap
-are <span class="ns">not separable</span>. Combined score: mean percentile rank over the benchmarks a
-model played (100 = first, 0 = last). A rank marked <span class="ns">unsettled</span> rests on too few
-games or bootstrap resamples: its interval is the whole field.</p>
+{% if method == "mean_percentile" %}<p>Models ranked by the games they play. Combined score: mean percentile
+rank over the benchmarks a model played (100 = first, 0 = last; it rewards playing fewer benchmarks).</p>
+{% else %}<p>Models ranked by the games they play: one rating over every benchmark's games, each benchmark
+weighted equally, on the Elo scale (400 points: 10-to-1 odds), with 95% intervals from a bootstrap over
+games. Ranks whose intervals overlap are <span class="ns">not separable</span>; a rank marked
+<span class="ns">unsettled</span> rests on too few games or resamples, and its interval is the whole section.</p>{% endif %}
+{% for line in calibration %}<p class="{{ 'muted' if calibration_ok else 'unsettled' }}" id="calibration">{{ line }}</p>{% endfor %}
 {% if settled_note %}<p class="{{ 'unsettled' if settled_note.startswith('Rankings not settled') else 'muted' }}">{{ settled_note }}</p>{% endif %}
 {% if not combined %}<p>No benchmark results found.</p>{% endif %}
 {% if combined %}
-<table><tr><th>rank (95%)</th><th>model</th><th>score [lo, hi]</th><th>benchmarks</th>
-{% for b in benchmarks %}<th><a href="{{ b }}/index.html">{{ b }}</a></th>{% endfor %}<th>not separable from</th></tr>
-{% for r in combined %}<tr><td>{{ r.rank }}</td><td>{{ r.model }}</td><td class="num">{{ r.score }}</td>
-<td class="num">{{ r.benchmarks }}</td>{% for cell in r.per_benchmark %}<td>{{ cell }}</td>{% endfor %}
-<td class="ns">{{ r.not_separable or "–" }}</td></tr>
-{% endfor %}</table>
+{% if has_bots %}<p><label><input type="checkbox" id="models-only"> models only (hide bots)</label></p>{% endif %}
+{% set full = combined|rejectattr("provisional")|list %}{% set partial = combined|selectattr("provisional")|list %}
+{% if full %}{{ m.combined_table(full, benchmarks) }}{% endif %}
+{% if partial %}<h2>Provisional</h2>
+<p class="muted">These models missed a benchmark the board combines: rated against the full-coverage models'
+fixed ratings, ranked after them.</p>
+{{ m.combined_table(partial, benchmarks) }}{% endif %}
+<script>
+document.getElementById("models-only")?.addEventListener("change", (e) => {
+  document.body.classList.toggle("models-only", e.target.checked);
+});
+</script>
 {% endif %}
 <div class="charts">{% for chart in charts %}
 <p><img src="{{ chart.svg }}" alt="{{ chart.title }}"><br><a href="{{ chart.html }}">{{ chart.title }} (interactive)</a></p>

@@ -3,6 +3,7 @@ for each other and answer them (docs/skate.md)."""
 
 from __future__ import annotations
 
+from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.skate import cli
@@ -39,6 +40,7 @@ BENCHMARK = Benchmark(
         "calls.parquet",
         "ratings.parquet",
         "rating_history.parquet",
+        "rating_events.parquet",  # the rated events, for the combined leaderboard
         "variance.parquet",
         "points_of_difference.md",
         "plots",
@@ -46,6 +48,7 @@ BENCHMARK = Benchmark(
         "strategies",
     ),
     tables={
+        EVENTS_FILE: RatingEventsSchema,
         "questions.parquet": QuestionsSchema,
         "pcorrect.parquet": PCorrectSchema,
     },

@@ -8,7 +8,10 @@
   answers its own questions with `self_accuracy` (default 1) and others' with `accuracy`
   (default 0.25, chance).
 
-All three can set questions (with the setter's templates) and answer them, so any of them may be
+- `graded`: the known-answer player of every benchmark (docs/ratings.md#calibration-graded-bots-with-a-known-order):
+  sets template questions and answers correctly with probability 1/4 + 3/4 * `skill`.
+
+All of them can set questions (with the setter's templates) and answer them, so any of them may be
 a full player; only the names params/skate.yaml lists are built. Asked for log-probabilities
 (exact mode), they also return their answer distribution as the first token's alternatives, so
 their exact p(correct) is their accuracy.
@@ -22,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, BotReply, MoveRequest, TokenLogprob, register_bot
+from pipeline.core.models.players import required_skill
 from pipeline.skate.parsing import LETTERS
 from pipeline.skate.templates import draw_template, plausible_distractors, run_trusted
 
@@ -107,3 +111,13 @@ def setter_bot(options: Mapping[str, Any]) -> BotPolicy:
         _accuracy(options, "self_accuracy", 1.0),
         int(options.get("distractors", 9)),
     )
+
+
+@register_bot("graded", game="skate")
+def graded_bot(options: Mapping[str, Any]) -> BotPolicy:
+    """The known-answer player: sets template questions like `setter` and answers every question,
+    its own included, correctly with probability chance + (1 - chance) * skill (chance: one letter
+    of four), so p(correct) rises with `bot_options.skill` from chance (0) to always (1)."""
+    chance = 1.0 / len(LETTERS)
+    accuracy = chance + (1.0 - chance) * required_skill(options)
+    return _policy(accuracy, accuracy, int(options.get("distractors", 9)))

@@ -9,7 +9,16 @@ from pathlib import Path
 from pipeline.core.run.registry import plot_files
 
 #: the tables `rate` writes (<name>.parquet)
-RATE_TABLES = ("questions", "setter_rounds", "samples", "pcorrect", "calls", "ratings", "rating_history")
+RATE_TABLES = (
+    "questions",
+    "setter_rounds",
+    "samples",
+    "pcorrect",
+    "calls",
+    "ratings",
+    "rating_history",
+    "rating_events",
+)
 #: the plots `report` draws
 PLOTS = ("trueskill_history", "asking_vs_answering", "cumulative_p_correct", "self_preference", "p_correct_variance")
 

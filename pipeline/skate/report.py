@@ -14,6 +14,7 @@ import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, write_table, write_text_atomic
 from pipeline.core.models import empty_at_limit_counts
+from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.skate.config import SkateParams
 from pipeline.skate.metrics import cumulative_by_round, metrics_json, opponent_rate_metrics, skills, variance_table
 from pipeline.skate.ranking import MODES, history, question_games, ratings
@@ -125,6 +126,12 @@ def write_rate(params: SkateParams, schedule: Schedule, games_dir: str | Path, o
             pcorrect, mode, params.answering.sigma_stop, params.ranking.pass_threshold, params.players
         )
         events += sum(len(g.games) for g in games)
+        if mode == params.ranking.primary:  # the headline's events, for the combined leaderboard
+            # a game is one question and pair of answerers (as SKATE's TrueSkill and its bootstrap count them)
+            write_rating_events(
+                out / EVENTS_FILE,
+                [(f"{g.question_id}/{event.a}/{event.b}", event) for g in games for event in g.games],
+            )
         rating_frames.append(
             ratings(
                 games,

@@ -3,6 +3,7 @@ one spy has a different one (docs/whoisspy.md)."""
 
 from __future__ import annotations
 
+from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
 from pipeline.core.run.registry import Benchmark, plot_files
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.whoisspy import cli
@@ -11,7 +12,7 @@ from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
 
 #: the tables `rate` writes (<name>.parquet), besides metrics.json
-TABLES = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "calls")
+TABLES = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "rating_events", "calls")
 #: the plots `report` draws (pipeline/whoisspy/plots.py: PLOTS)
 PLOTS = ("points_leaderboard", "win_rate_by_role", "vote_accuracy", "foul_rate", "variants")
 
@@ -50,18 +51,20 @@ BENCHMARK = Benchmark(
         "leaderboard.parquet",
         "variants.parquet",
         "ratings.parquet",
+        "rating_events.parquet",  # the rated events, for the combined leaderboard
         "calls.parquet",
         "plots",
     ),
     tables={
+        EVENTS_FILE: RatingEventsSchema,
         "games.parquet": GamesSchema,
         "seats.parquet": SeatsSchema,
         "speeches.parquet": SpeechesSchema,
         "votes.parquet": VotesSchema,
     },
     replays=replays,
-    site_reads=("games",),
-    headline=("games", "points", "win_rate"),
+    site_reads=("games", EVENTS_FILE),
+    headline=("points", "win_rate"),  # games: the rated games of the rating table (one definition everywhere)
     order=40,
     estimators="pipeline.whoisspy.estimators",
     adaptive=ADAPTIVE,

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import FILLER_WORDS, graded_bot
+from pipeline.core.models.players import FILLER_WORDS, graded_bot, required_skill
 from pipeline.whoisspy.fouls import normalize, says_word, tokens, word_forms
 from pipeline.whoisspy.words import associations_of
 
@@ -160,3 +160,10 @@ def _graded_move(request: MoveRequest, rng: random.Random) -> str:
     if request.kind == "speech":
         return echo_describe(request.state, rng)
     return _heuristic_policy(request, rng)
+
+
+@register_bot("graded", game="whoisspy")
+def graded(options: Mapping[str, Any]) -> BotPolicy:
+    """The known-answer player: the heuristic bot at `bot_options.skill` (required), so a field of
+    graded bots has a known order, higher skill first (the leaderboard's calibration line)."""
+    return heuristic_bot({**options, "skill": required_skill(options)})

@@ -245,9 +245,16 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
 def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str, matchup: str = "teams") -> list[RatingEvent]:
     """In game-id order: per game the spy's model against the civilians' team ("teams"), or
     against each distinct civilian model in turn ("pairwise")."""
+    return [event for _, event in game_events(games, seats, variant, matchup)]
+
+
+def game_events(
+    games: pl.DataFrame, seats: pl.DataFrame, variant: str, matchup: str = "teams"
+) -> list[tuple[str, RatingEvent]]:
+    """`rating_events`, each with its game id."""
     if matchup not in ("teams", "pairwise"):
         raise ValueError(f"matchup must be 'teams' or 'pairwise', got {matchup!r}")
-    events: list[RatingEvent] = []
+    events: list[tuple[str, RatingEvent]] = []
     ranked = games.filter(pl.col("variant") == variant).sort("game_id")
     civilians = seats.filter(pl.col("role") == "civilian").group_by("game_id").agg(pl.col("model").unique().sort())
     models_by_game = dict(zip(civilians["game_id"].to_list(), civilians["model"].to_list()))
@@ -257,10 +264,10 @@ def rating_events(games: pl.DataFrame, seats: pl.DataFrame, variant: str, matchu
         team = [civilian for civilian in models_by_game.get(game["game_id"], []) if civilian != spy]
         if matchup == "teams":
             if team:
-                events.append(TeamMatch(a=(spy,), b=tuple(team), outcome=outcome))
+                events.append((game["game_id"], TeamMatch(a=(spy,), b=tuple(team), outcome=outcome)))
             continue
         for civilian in team:
-            events.append(Pairwise(a=spy, b=civilian, outcome=outcome))
+            events.append((game["game_id"], Pairwise(a=spy, b=civilian, outcome=outcome)))
     return events
 
 

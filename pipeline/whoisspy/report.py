@@ -9,14 +9,15 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.artifacts import CallsSchema, RatingsSchema, calls_frame, read_table, write_json_atomic, write_table
+from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.whoisspy.config import WhoIsSpyParams
 from pipeline.whoisspy.metrics import (
     build_tables,
+    game_events,
     leaderboard,
     load_records,
     metrics_json,
     opponent_rate_metrics,
-    rating_events,
     ratings,
     variants_table,
 )
@@ -41,7 +42,9 @@ def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Pa
     write_table(out / "speeches.parquet", tables["speeches"], SpeechesSchema, sort_by=["game_id", "round", "seat"])
     write_table(out / "votes.parquet", tables["votes"], VotesSchema, sort_by=["game_id", "round", "voter"])
 
-    events = rating_events(games, seats, params.rank_variant, params.rating.matchup)
+    keyed = game_events(games, seats, params.rank_variant, params.rating.matchup)
+    write_rating_events(out / EVENTS_FILE, keyed)
+    events = [event for _, event in keyed]
     rating_table, intervals = ratings(events, params.rating, params.seed)
     write_table(out / "ratings.parquet", rating_table, RatingsSchema, sort_by=["player"])
     board = write_table(

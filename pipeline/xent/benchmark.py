@@ -3,6 +3,7 @@ scored in bits by a judge language model (docs/xent.md)."""
 
 from __future__ import annotations
 
+from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.xent import cli
@@ -47,16 +48,18 @@ BENCHMARK = Benchmark(
         "scores.parquet",
         "maps.parquet",
         "ratings.parquet",
+        "rating_events.parquet",  # the rated events, for the combined leaderboard
         "plots",
     ),
     tables={
+        EVENTS_FILE: RatingEventsSchema,
         "moves.parquet": MovesSchema,
         "rewards.parquet": RewardsSchema,
         "token_xents.parquet": TokenXentsSchema,
         "scores.parquet": ScoresSchema,
     },
     replays=replays,
-    site_reads=("moves.parquet", "token_xents.parquet"),
+    site_reads=("moves.parquet", "token_xents.parquet", EVENTS_FILE),
     headline=("xent_score",),
     extra_inputs=("maps/**/*.xgl",),
     order=20,

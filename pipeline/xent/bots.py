@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.models import BotPolicy, MoveRequest, register_bot
-from pipeline.core.models.players import graded_bot
+from pipeline.core.models.players import graded_bot, required_skill
 
 _STOP = set(
     "the and that with from this have were which their there about would could should into than then them they "
@@ -110,3 +110,10 @@ def heuristic_bot(options: Mapping[str, Any]) -> BotPolicy:
         return " ".join(words[:limit])
 
     return graded_bot(options, policy, policy)
+
+
+@register_bot("graded", game="xent")
+def graded(options: Mapping[str, Any]) -> BotPolicy:
+    """The known-answer player: the heuristic bot at `bot_options.skill` (required), so a field of
+    graded bots has a known order, higher skill first (the leaderboard's calibration line)."""
+    return heuristic_bot({**options, "skill": required_skill(options)})

@@ -17,7 +17,14 @@ WRITES: dict[str, tuple[str, ...]] = {
         "calls.parquet",
         "rescore_check.json",
     ),
-    "rate": ("rounds.parquet", "scores.parquet", "maps.parquet", "ratings.parquet", "metrics.json"),
+    "rate": (
+        "rounds.parquet",
+        "scores.parquet",
+        "maps.parquet",
+        "ratings.parquet",
+        "rating_events.parquet",
+        "metrics.json",
+    ),
     "report": plot_files("score_by_round", "running_best", "normalized_scores"),
 }
 

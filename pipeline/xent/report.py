@@ -34,6 +34,7 @@ from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_js
 from pipeline.core.artifacts.schemas import empty_table
 from pipeline.core.artifacts.tables import declared_columns
 from pipeline.core.models import empty_at_limit_counts
+from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.core.rating.multipass import FreeForAll, RatingParams, rating_summary
 from pipeline.xent.config import load_xent
 from pipeline.xent.schemas import (
@@ -160,13 +161,20 @@ def rating_events(scores: pl.DataFrame) -> list[FreeForAll]:
     """Per map, players ranked by map score (`ranked_event`). Under the adaptive schedule a map's
     players are those of every table dealt it: one event holds all their scores, as in the fixed
     schedule."""
+    return [event for _, event in map_events(scores)]
+
+
+def map_events(scores: pl.DataFrame) -> list[tuple[str, FreeForAll]]:
+    """("game/map_id", its event) per map with two players or more, in (game, map) order."""
     events = []
-    for (_, _), group in scores.sort(["game", "map_id", "model"]).group_by(["game", "map_id"], maintain_order=True):
+    for (game, map_id), group in scores.sort(["game", "map_id", "model"]).group_by(
+        ["game", "map_id"], maintain_order=True
+    ):
         event = ranked_event(
             {m: (s, void) for m, s, void in zip(group["model"], group["map_score"], group["voided"], strict=True)}
         )
         if event is not None:
-            events.append(event)
+            events.append((f"{game}/{map_id}", event))
     return events
 
 
@@ -185,7 +193,9 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
     maps = map_table(rounds, scores)
     write_table(root / "maps.parquet", maps, MapsSchema, sort_by=["game", "map_id"])
 
-    events = rating_events(scores)
+    keyed = map_events(scores)
+    write_rating_events(root / EVENTS_FILE, keyed)
+    events = [event for _, event in keyed]
     rating = params.rating
     if events:
         ratings = rating_summary(

@@ -55,10 +55,27 @@ def test_buddy_betrayals_are_the_votes_against_that_rounds_partner_hand_counted(
 
 def test_a_vote_and_a_re_vote_against_the_partner_count_twice_in_the_original_once_in_ours() -> None:
     llama = stats_of(GAME_TWICE)["llama"]
-    assert (llama["buddy_chats"], llama["buddy_betrayals"]) == (6, 2)  # times it voted out its partner
+    # times it voted out its partner (over every rated game: this February game's recorded result
+    # disagrees with its ranks, so the chart's reading leaves it out, below)
+    assert (llama["buddy_chats_all_rated"], llama["buddy_betrayals_all_rated"]) == (6, 2)
     assert (llama["private_chats"], llama["betrayals"]) == (6, 1)  # chats that ended in such a vote
-    assert llama["betrayal_rate"] == pytest.approx(1 / 6) and llama["buddy_betrayal_rate"] == pytest.approx(2 / 6)
-    assert stats_of(GAME_TWICE)["mistral-small-2501"]["buddy_betrayed"] == 2
+    assert llama["betrayal_rate"] == pytest.approx(1 / 6)
+    assert llama["buddy_betrayal_rate_all_rated"] == pytest.approx(2 / 6)
+    assert stats_of(GAME_TWICE)["mistral-small-2501"]["buddy_betrayed_all_rated"] == 2
+
+
+def test_the_chart_counts_chats_only_in_games_whose_result_agrees_with_their_ranks() -> None:
+    """An old-format game whose `final_results` names another winner than its records' ranks
+    (winner and finalist swapped, as 11 of the 22 sample games before April) adds no chat to the
+    chart's counts; a game whose result agrees counts the same both ways."""
+    games = read_corpus([GAME_TWICE, GAME_REVOTE]).tables["games"]
+    agrees = dict(zip(games["game_id"].to_list(), games["matches_final_results"].to_list()))
+    assert agrees == {"1740726796118405": False, "1754806601657396": True}
+    llama = stats_of(GAME_TWICE)["llama"]
+    assert (llama["buddy_chats"], llama["buddy_betrayals"], llama["buddy_betrayal_rate"]) == (0, 0, None)
+    both = stats_of(GAME_TWICE, GAME_REVOTE)
+    gpt5 = both["gpt-5-medium"]
+    assert (gpt5["buddy_chats"], gpt5["buddy_betrayals"]) == (gpt5["buddy_chats_all_rated"], 2) == (5, 2)
 
 
 def test_words_per_message_counts_only_what_every_seat_hears() -> None:
@@ -187,7 +204,7 @@ def test_on_the_sixty_sample_logs_the_counts_agree_with_the_raw_records_and_the_
     raw = raw_counts(paths)
     for model, row in stats.items():
         expected = raw[model]
-        assert (row["buddy_chats"], row["buddy_betrayals"], row["buddy_betrayed"]) == (
+        assert (row["buddy_chats_all_rated"], row["buddy_betrayals_all_rated"], row["buddy_betrayed_all_rated"]) == (
             expected["chats"],
             expected["betrayals"],
             expected["betrayed"],
@@ -197,8 +214,8 @@ def test_on_the_sixty_sample_logs_the_counts_agree_with_the_raw_records_and_the_
     # the models of the issue's figures: the original's definitions, then ours
     figures = {
         name: (
-            row["buddy_betrayals"],
-            row["buddy_chats"],
+            row["buddy_betrayals_all_rated"],
+            row["buddy_chats_all_rated"],
             row["public_messages"],
             round(row["words_per_message"], 2),
             row["betrayals"],
@@ -215,7 +232,14 @@ def test_on_the_sixty_sample_logs_the_counts_agree_with_the_raw_records_and_the_
         "claude-opus-4-1-20250805-0K": (2, 28, 35, 79.09, 2, 28, 119, 57.59),
         "llama": (11, 48, 56, 75.84, 10, 48, 200, 54.23),
     }
-    assert sum(row["buddy_betrayals"] for row in stats.values()) == 93
+    assert sum(row["buddy_betrayals_all_rated"] for row in stats.values()) == 93
+    # the chart's game set leaves out the 11 games whose recorded result disagrees with their ranks
+    assert sum(row["buddy_chats_all_rated"] for row in stats.values()) == 1772
+    assert (
+        sum(row["buddy_chats"] for row in stats.values()),
+        sum(row["buddy_betrayals"] for row in stats.values()),
+    ) == (1444, 71)
+    assert (stats["gpt-5-medium"]["buddy_chats"], stats["glm-4-5"]["buddy_chats"]) == (54, 16)  # new games: all kept
     assert sum(row["betrayals"] for row in stats.values()) == 92
     gpt5 = stats["gpt-5-medium"]
     assert (gpt5["wins"], gpt5["seats"], gpt5["first_out"]) == (2, 13, 2)

@@ -90,6 +90,14 @@ def test_the_demo_params_put_the_local_model_in_one_seat_and_bots_elsewhere() ->
     games = build_schedule(
         load_elimination_params(REPO / "params/elimination.yaml"), load_models(REPO / "params/models.yaml")
     )
-    assert len(games) == 2
-    assert [g.seats.count("smollm2-135m") for g in games] == [1, 0]
-    assert set(games[0].seats) | set(games[1].seats) == {"smollm2-135m", "heuristic-bot", "random-bot"}
+    # the embedded model's game, one bot game, and 40 bot-only games of the graded bots (calibration)
+    assert len(games) == 42
+    assert [g.seats.count("smollm2-135m") for g in games] == [1] + [0] * 41
+    assert {seat for g in games for seat in g.seats} == {
+        "smollm2-135m",
+        "heuristic-bot",
+        "random-bot",
+        "graded-90",
+        "graded-50",
+        "graded-10",
+    }

@@ -23,6 +23,13 @@ ARGS = [
     "--disable-sync",
 ]
 REPO = Path(__file__).resolve().parents[2]
+# alpha a model; beta and gamma graded bots (gamma missed xent: provisional)
+ROSTER = """\
+roster:
+  - {name: alpha, model: openai/gpt-4o}
+  - {name: beta, bot: graded, bot_options: {skill: 0.9}}
+  - {name: gamma, bot: graded, bot_options: {skill: 0.1}}
+"""
 
 pytestmark = [
     pytest.mark.slow,
@@ -38,10 +45,13 @@ pytestmark = [
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("site")
     build_results(root / "results")
+    (root / "models.yaml").write_text(ROSTER)
     assert (
         main(
             [
                 "leaderboard",
+                "--models",
+                str(root / "models.yaml"),
                 "--params",
                 str(REPO / "params" / "leaderboard.yaml"),
                 "--results",
@@ -150,5 +160,27 @@ def test_replay_steps_forward_and_back(site: Path, browser: Any) -> None:
     assert len(page.evaluate(visible)) == 3
     # the script text a model wrote is shown as text
     assert "<script>window.__pwned" in page.inner_text("#step-1")
+    assert watched.errors == []
+    watched.page.close()
+
+
+def test_the_index_reads_at_a_glance(site: Path, browser: Any, tmp_path: Path) -> None:
+    """Calibration line, provisional section, a models-only view and not-separable names on a click."""
+    watched = Watched(browser)
+    page = watched.open(site / "index.html")
+    assert "calibration: 2 graded bots in their known order" in page.inner_text("#calibration")
+    assert page.is_visible("text=Provisional") and page.is_visible("text=3/4, missed xent")
+    rows = "Array.from(document.querySelectorAll('table.combined tr.bot')).filter(r => r.offsetParent).length"
+    assert page.evaluate(rows) == 2  # beta, gamma
+    page.check("#models-only")
+    assert page.evaluate(rows) == 0 and page.is_visible("table.combined tr.model >> text=alpha")
+    page.uncheck("#models-only")
+    names = page.locator("table.combined tr.model td.ns details").first
+    assert not names.evaluate("d => d.open")
+    names.locator("summary").click()
+    assert names.evaluate("d => d.open") and "beta" in names.inner_text()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.screenshot(path=str(tmp_path / "index.png"), full_page=True)
+    assert (tmp_path / "index.png").stat().st_size > 10_000
     assert watched.errors == []
     watched.page.close()

@@ -145,7 +145,8 @@ def test_compare_two_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     # 2 games each, resamples unknown: not "separable", whatever the mu intervals say
     assert (
-        "| elimination | 10.00, rank 1 (1–3) unsettled | 5.00, rank 2 (1–3) unsettled | +5.00 | not enough games "
+        "| elimination | 10.00 [8.00, 12.00], rank 1 (1–3) unsettled | 5.00 [3.00, 7.50], rank 2 (1–3) unsettled | "
+        "+5.00 | not enough games "
         "to tell (2 vs 2 games per model, resamples unknown; needs 20+ games per model and 20+ resamples) |"
     ) in out
     assert (

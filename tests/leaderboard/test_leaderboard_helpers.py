@@ -9,6 +9,10 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.schemas import EVENTS_FILE
+from pipeline.core.rating.events import FreeForAll, Pairwise, TeamMatch
+from pipeline.core.rating.joint import write_rating_events
+
 MODELS = ["alpha", "beta", "gamma"]
 SCRIPT = "<script>window.__pwned = 1; console.error('escaped?')</script>"
 
@@ -461,7 +465,31 @@ def build_results(results: Path) -> Path:
     )
     write_skate(results)
     write_xent(results)
+    write_events(results)
     return results
+
+
+def write_events(results: Path) -> None:
+    """Each benchmark's rated events (what its rate stage writes): alpha ahead, gamma missing xent."""
+    ffa = FreeForAll
+    events = {
+        "elimination": [
+            ("e1", ffa({"alpha": 1, "beta": 2, "gamma": 3})),
+            ("e2", ffa({"beta": 1, "alpha": 2, "gamma": 3})),
+        ],
+        "whoisspy": [
+            ("w1", TeamMatch(a=("alpha",), b=("beta", "gamma"), outcome="a")),
+            ("w2", TeamMatch(a=("beta",), b=("alpha", "gamma"), outcome="b")),
+        ],
+        "skate": [
+            (q, Pairwise(a, b, outcome))
+            for q in ("q1", "q2")
+            for a, b, outcome in (("alpha", "beta", "a"), ("alpha", "gamma", "a"), ("beta", "gamma", "draw"))
+        ],
+        "xent": [("condense/m1", ffa({"alpha": 1, "beta": 2})), ("condense/m2", ffa({"alpha": 1, "beta": 2}))],
+    }
+    for name, found in events.items():
+        write_rating_events(results / name / EVENTS_FILE, found)
 
 
 def build_corpus(results: Path, games: int) -> Path:

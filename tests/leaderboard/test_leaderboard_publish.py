@@ -58,9 +58,13 @@ def test_leaderboard_json_is_flat_numbers_with_intervals(published: Path) -> Non
     assert alpha["elimination_trueskill_games"] == 2 and "elimination_trueskill_resamples" not in alpha
     assert alpha["elimination_trueskill_mu_lo"] == 8.0  # the numbers themselves are kept
     assert alpha["combined_settled"] == 0
-    # gamma did not play xent: no xent keys, and its combined score counts 3 benchmarks
+    # gamma did not play xent: no xent keys, provisional on 3 benchmarks, ranked after alpha and beta
     assert not any(k.startswith("xent_") for k in gamma) and gamma["combined_benchmarks"] == 3
-    assert alpha["combined_rank"] == 1 and alpha["combined_score"] == 100.0
+    assert gamma["combined_provisional"] == 1 and gamma["combined_rank"] == 3
+    # the joint fit: alpha led every benchmark, on the Elo scale around 1000 (the mean of alpha and beta)
+    assert alpha["combined_rank"] == 1 and alpha["combined_provisional"] == 0 and alpha["combined_score"] > 1000
+    assert alpha["combined_score"] + board["beta"]["combined_score"] == pytest.approx(2000, abs=1e-3)
+    assert alpha["combined_games"] == 2 + 2 + 2 + 2 and gamma["combined_games"] == 6
     assert alpha["xent_xent_score"] == 100.0 and alpha["whoisspy_points"] == 110.0
 
 
@@ -83,8 +87,8 @@ def test_version_stamp_names_version_and_input_hashes(published: Path) -> None:
 def test_markdown_shows_rank_intervals_and_not_separable(published: Path) -> None:
     text = (published / "leaderboard.md").read_text()
     # settled: the interval as given, with its mu interval
-    assert "| 2 (1–3) | beta | 25.00 [22.00, 28.00] | 2.00 | 50 | alpha, gamma |" in text
-    assert "not separable from" in text
+    assert "| 2 (1–3) | beta | 25.00 [22.00, 28.00] | 2.00 | 50 | 2 |" in text
+    assert "not separable" in text
 
 
 def test_a_two_game_field_is_shown_unsettled(published: Path) -> None:
@@ -95,9 +99,10 @@ def test_a_two_game_field_is_shown_unsettled(published: Path) -> None:
     elimination = text.split("## elimination")[1].split("## ")[0]
     assert "Rankings not settled for 3 of 3 models" in elimination
     # no zero-width interval, no mu interval, nothing separable: the whole field, marked
-    assert "| 1 (1–3) unsettled | alpha | 10.00 | 3.00 | 2 | beta, gamma |" in elimination
-    combined = text.split("## Combined")[1].split("## ")[0]
-    assert "| 1 (1–3) unsettled | alpha |" in combined
+    assert "| 1 (1–3) unsettled | alpha | 10.00 [8.00, 12.00] | 3.00 | 2 | 2 |" in elimination
+    combined = text.split("## Combined")[1].split("\n## ")[0]
+    assert "| 1 (1–2) unsettled | alpha |" in combined
+    assert "| 3 unsettled | gamma |" in combined and "3/4, missed xent" in combined
     index = (published / "site" / "index.html").read_text()
     assert "Rankings not settled" in index and "unsettled" in index
     page = (published / "site" / "elimination" / "index.html").read_text()

@@ -25,6 +25,11 @@ from tests.conftest import REPO, models_params, write_roster
 
 SAMPLE = REPO / "tests/data/xent/benchmark-sample.json"
 HIGH = DEFAULT_REASONING_TOKENS["high"]
+# the demo roster's other players of params/xent.yaml
+DEMO_EXTRA = [
+    {"name": "smollm2-135m", "model": "local/smollm2-135m"},
+    *({"name": f"graded-{s}", "bot": "graded", "bot_options": {"skill": s / 100}} for s in (90, 50, 10)),
+]
 ROSTER = [
     {"name": "heuristic-bot", "bot": "heuristic"},
     {"name": "random-bot", "bot": "random"},
@@ -61,7 +66,7 @@ def rows(context: PlanContext, found: list[tuple[str, PlannedJob, Any]]) -> dict
 
 def test_demo_games_are_counted_from_their_programs() -> None:
     params = load_xent(REPO / "params/xent.yaml")
-    schedule = build_schedule(params, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
+    schedule = build_schedule(params, models_params(ROSTER + DEMO_EXTRA))
     condense = game_work(schedule.games["condense"], schedule.maps["condense"], params.rounds, params)
     (move,) = condense.moves["black"]  # one elicit(x, 10) a round
     assert move.calls == params.maps_per_game * params.rounds and condense.reasks["black"] == 0
@@ -76,7 +81,7 @@ def test_demo_games_are_counted_from_their_programs() -> None:
 
 def test_the_per_map_conversation_grows_the_prompts_of_later_rounds() -> None:
     demo = load_xent(REPO / "params/xent.yaml")
-    game = build_schedule(demo, models_params(ROSTER + [{"name": "smollm2-135m", "model": "local/smollm2-135m"}]))
+    game = build_schedule(demo, models_params(ROSTER + DEMO_EXTRA))
     maps = game.maps["condense"]
 
     def replies(**update: object) -> XentParams:

@@ -37,6 +37,20 @@ class StrictTable(TableModel):
     coerce = True
 
 
+#: the events a benchmark's own rating rates, written by its rate stage (core.rating.joint reads them)
+EVENTS_FILE = "rating_events.parquet"
+
+
+class RatingEventsSchema(StrictTable):
+    """The events a benchmark's TrueSkill rates: one row per player of an event."""
+
+    game: str  # the game the event came from: the unit a bootstrap resamples
+    event: int = Field(ge=0)  # the event's position in the benchmark's rating order
+    player: str
+    side: int = Field(ge=0)  # players of one side (a team) share it; a free-for-all seat is its own side
+    rank: int = Field(ge=1)  # the side's place, 1 = best; equal ranks tie
+
+
 class CallsSchema(StrictTable):
     """One row per model request attempt (or bot move) of a job."""
 

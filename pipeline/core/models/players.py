@@ -209,6 +209,17 @@ def skill_option(options: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
+def required_skill(options: Mapping[str, Any]) -> float:
+    """`bot_options.skill` of a `graded` bot, which must give it: the one knob of a known-answer player."""
+    skill = skill_option(options)
+    if skill is None:
+        raise ValueError(
+            "bot graded needs bot_options.skill, a number from 0 (plays at random) to 1 (plays its best), "
+            "e.g. {name: graded-50, bot: graded, bot_options: {skill: 0.5}} in params/models.yaml"
+        )
+    return skill
+
+
 def graded_bot(options: Mapping[str, Any], plain: BotPolicy, heuristic: BotPolicy) -> BotPolicy:
     """A benchmark's heuristic bot as `bot_options.skill` grades it: `plain` without the option; with
     it, each move is `heuristic`'s with probability `skill` and the random bot's otherwise."""

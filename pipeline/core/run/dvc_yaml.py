@@ -65,13 +65,15 @@ LEADERBOARD_OUTS = """\
     metrics:
       - results/leaderboard/leaderboard.json:
           cache: false
+      - results/leaderboard/calibration.json:
+          cache: false
 # `dvc plots diff REV_A REV_B` draws the combined score of each leaderboard version side by side
 plots:
   - results/leaderboard/combined.csv:
       template: bar_horizontal
       x: combined_score
       y: model
-      title: Combined score (mean percentile rank over benchmarks)
+      title: Combined score (joint rating over every benchmark's games, Elo scale)
 """
 
 
@@ -97,7 +99,7 @@ def leaderboard_stage(benches: Sequence[Benchmark]) -> list[str]:
         "    cmd: python -m pipeline run leaderboard_all",
         "    deps:",
     ]
-    deps = [*SHARED_DEPS, "pipeline/leaderboard", "params/leaderboard.yaml"]
+    deps = [*SHARED_DEPS, "pipeline/leaderboard", "params/leaderboard.yaml", "params/models.yaml"]
     for bench in benches:
         deps += [bench.metrics, *(f"{bench.results}/{path}" for path in bench.leaderboard_reads)]
     return lines + _items(deps)

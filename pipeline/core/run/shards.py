@@ -20,8 +20,9 @@ the games of a shard are not Snakemake outputs and are never deleted when the sh
 Games with the embedded model go to shards of their own: the process loads the model once, and its
 games' requests share the decoding batch (pipeline.core.models.local_batch), whose replies do not
 depend on what shares a step, so a game plays the same as in a job of its own. A process then pays
-the model's imports and load (about 9 CPU-s) once, not once per game. Bot-only games keep one job
-per game, as before.
+the model's imports and load (about 9 CPU-s) once, not once per game. Bot-only games go to shards
+of their own too: a game takes milliseconds, a job process about a CPU-second to start, so the
+calibration games of a roster's graded bots cost little however many are scheduled.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ Game = TypeVar("Game")
 def shard_kind(seats: Iterable[str], models: ModelsParams) -> str | None:
     """Which shards a game belongs in: `local` when the embedded model plays a seat (those games
     share its batch, and their job wants the cores), `api` when an API model plays and the embedded
-    model does not, None for bots only (one job each: a game takes milliseconds)."""
+    model does not, `bots` for bots only (a game takes milliseconds: many share a process)."""
     entries = [models.entry(name) for name in set(seats)]
     if any(e.provider == "local" for e in entries):
         return "local"
-    return "api" if any(not e.is_bot for e in entries) else None
+    return "api" if any(not e.is_bot for e in entries) else "bots"
 
 
 def plan_shards(game_ids: Iterable[str], games_per_job: int) -> dict[str, list[str]]:
@@ -200,8 +201,9 @@ def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | P
         return GameJobs(list(seats_by_game), {}, frozenset())
     if models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
         return GameJobs(list(seats_by_game), {}, frozenset())
-    solo = [g for g in seats_by_game if kinds[g] is None]
     api = plan_shards([g for g, k in kinds.items() if k == "api"], models.parallel.games_per_job)
-    # never mixed: a local shard computes on the cores, an API shard waits on the network
+    # never mixed: a local shard computes on the cores, an API shard waits on the network, a bot
+    # shard does neither for long
     local = plan_shards([g for g, k in kinds.items() if k == "local"], models.parallel.games_per_job)
-    return GameJobs(solo, {**api, **local}, frozenset(local))
+    bots = plan_shards([g for g, k in kinds.items() if k == "bots"], models.parallel.games_per_job)
+    return GameJobs([], {**api, **bots, **local}, frozenset(local))

@@ -41,12 +41,13 @@ def test_embedded_model_games_get_shards_of_their_own(tmp_path: Path) -> None:
         "b1": ["heuristic-bot", "random-bot"],
     }
     jobs = jobs_for_games(seats, write_models(tmp_path / "models.yaml", 2))
-    assert jobs.solo == ["b1"]  # bots only: a job each
-    assert sorted(g for games in jobs.shards.values() for g in games) == ["a1", "a2", "l1", "l2", "l3"]
+    assert jobs.solo == []  # bots-only games too go to shards (of their own)
+    assert sorted(g for games in jobs.shards.values() for g in games) == ["a1", "a2", "b1", "l1", "l2", "l3"]
     local_games = sorted(g for shard in jobs.local for g in jobs.shards[shard])
     assert local_games == ["l1", "l2", "l3"]
-    for shard, games in jobs.shards.items():  # never an API game beside an embedded-model one
+    for shard, games in jobs.shards.items():  # never an API game beside an embedded-model or bot one
         assert len(games) <= 2 and (shard in jobs.local) == all(g.startswith("l") for g in games)
+        assert len({g[0] for g in games}) == 1
 
     off = jobs_for_games(seats, write_models(tmp_path / "off.yaml", 0))
     assert sorted(off.solo) == sorted(seats) and not off.shards and not off.local
