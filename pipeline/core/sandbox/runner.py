@@ -2,9 +2,11 @@
 
 Each program runs in a fresh process tree with
 - no network: its own network namespace (bubblewrap `--unshare-all`, or util-linux `unshare --net`);
-- a read-only view of the system and a private temp dir as the only writable place (bubblewrap
-  mounts; in the `unshare` fallback the program runs as the unprivileged user `nobody`, who owns
-  only its temp dir);
+- of the host only the interpreter, its standard library and the system libraries they load,
+  read-only (view.py), and a private temp dir as the only writable place (bubblewrap mounts; in
+  the `unshare` fallback the program runs as the unprivileged user `nobody`, who owns only its
+  temp dir, and sees what any user may read);
+- no capability, no user namespace below its own, no ptrace (seccomp.py);
 - an empty environment (no API keys), stdin from /dev/null;
 - a fixed hash seed (`HASH_SEED`), so a program that prints a set of strings prints the same order
   on every run and every machine. `python -I` would ignore PYTHONHASHSEED (it implies -E), so the
@@ -48,6 +50,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.core.sandbox.seccomp import filter_fd
+from pipeline.core.sandbox.view import host_view
 
 NOBODY = 65534
 #: PYTHONHASHSEED of every program: str/bytes hashes, hence set and frozenset order, are fixed
@@ -114,7 +119,7 @@ def _drop_to(uid: int) -> list[str]:
     return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
 
 
-def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False) -> list[str]:
+def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False, seccomp: int | None = None) -> list[str]:
     """Bubblewrap for one program, or (`worker`) for a warm worker: no pid namespace (the worker
     makes its own, see zygote.py), capabilities inside its user namespace (never the
     host's: it makes each program's namespaces and mounts; each program drops them all), and no
@@ -131,14 +136,14 @@ def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False) -> list[s
             *(arg for cap in WORKER_CAPABILITIES for arg in ("--cap-add", cap)),
         ]
         if worker
-        else ["--unshare-all", "--die-with-parent"]  # network, pid, ipc, uts, cgroup (and user when unprivileged)
+        else ["--unshare-all", "--unshare-user", "--die-with-parent"]  # network, pid, ipc, uts, cgroup, user
     )
     return [
         *drop,
         "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
+        # the interpreter, its standard library and the libraries they load, read-only; nothing
+        # else of the host (view.py)
+        *host_view(_python()).bwrap_args(),
         "--dev",
         "/dev",
         "--proc",
@@ -150,9 +155,15 @@ def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False) -> list[s
         "--bind",
         workdir,
         "/tmp/job",
+        "--remount-ro",  # the root's own tmpfs too, once every mount point is made
+        "/",
         "--chdir",
         "/tmp/job",
         *unshare,
+        # no user namespace below this one: a program cannot make one and hold capabilities in it
+        *(["--disable-userns"] if _bwrap_disables_userns() else []),
+        # no ptrace of pid 1 (seccomp.py), from a descriptor the caller passes
+        *(["--seccomp", str(seccomp)] if seccomp is not None else []),
         "--new-session",
         "--clearenv",
         "--setenv",
@@ -168,6 +179,16 @@ def _bwrap_prefix(workdir: str, uid: int | None, worker: bool = False) -> list[s
         "LANG",
         "C.UTF-8",
     ]
+
+
+@functools.cache
+def _bwrap_disables_userns() -> bool:
+    """Whether this bubblewrap has --disable-userns (0.8.0 and later)."""
+    try:
+        done = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--disable-userns" in done.stdout + done.stderr
 
 
 def _unshare_prefix(workdir: str, uid: int) -> list[str]:
@@ -215,9 +236,16 @@ def detect_isolation() -> str:
             candidates.append(("unshare", _unshare_prefix(probe, NOBODY)))
         for name, prefix in candidates:
             try:
-                done = subprocess.run(
-                    [*prefix, _python(), *PYTHON_FLAGS, "-c", "print(1)"], capture_output=True, timeout=20, cwd=probe
-                )
+                with filter_fd() as fd:
+                    if name == "bwrap" and fd is not None:
+                        prefix = _bwrap_prefix(probe, NOBODY if is_root else None, seccomp=fd)
+                    done = subprocess.run(
+                        [*prefix, _python(), *PYTHON_FLAGS, "-c", "print(1)"],
+                        capture_output=True,
+                        timeout=20,
+                        cwd=probe,
+                        pass_fds=() if fd is None else (fd,),
+                    )
             except (OSError, subprocess.TimeoutExpired):
                 continue
             if done.returncode == 0 and done.stdout.strip() == b"1":
@@ -274,10 +302,10 @@ class Sandbox:
         for worker in idle:
             self._retire(worker)
 
-    def _command(self, workdir: str, uid: int | None) -> list[str]:
+    def _command(self, workdir: str, uid: int | None, seccomp: int | None = None) -> list[str]:
         program = [_python(), *PYTHON_FLAGS, "main.py"]
         if self.isolation == "bwrap":
-            return [*_bwrap_prefix(workdir, uid), *program]
+            return [*_bwrap_prefix(workdir, uid, seccomp=seccomp), *program]
         if self.isolation == "unshare":
             assert uid is not None
             return [*_unshare_prefix(workdir, uid), *program]
@@ -439,14 +467,16 @@ class Sandbox:
             if uid is not None:
                 os.chown(workdir, uid, uid)
                 os.chmod(workdir, 0o700)
-            with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, filter_fd() as seccomp:
+                seccomp = seccomp if self.isolation == "bwrap" else None
                 started = time.monotonic()
                 process = subprocess.Popen(
-                    self._command(workdir, uid),
+                    self._command(workdir, uid, seccomp),
                     cwd=workdir,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
+                    pass_fds=() if seccomp is None else (seccomp,),
                     preexec_fn=self._set_limits,  # single-threaded fork point
                     start_new_session=True,
                     env={"PATH": "/usr/bin:/bin"},
@@ -499,31 +529,32 @@ class _Worker:
         # of sys.stdout and sys.stderr, which programs inherit, from the file they were made for
         self._log = tempfile.TemporaryFile()
         processes = limits.processes if uid is not None else 0  # no count limit without a slot uid
-        command = [
-            *_bwrap_prefix(self.root, uid, worker=True),
-            _python(),
-            *PYTHON_FLAGS,
-            "-c",
-            _zygote_source(),
-            str(theirs.fileno()),
-            str(limits.cpu_s),
-            str(limits.wall_s),
-            str(limits.memory_mb),
-            str(limits.output_bytes),
-            str(processes),
-        ]
         try:
-            self.process = subprocess.Popen(
-                command,
-                cwd=self.root,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=self._log,
-                pass_fds=(theirs.fileno(),),
-                preexec_fn=set_limits,
-                start_new_session=True,
-                env={"PATH": "/usr/bin:/bin"},
-            )
+            with filter_fd() as seccomp:  # the child holds its own copy once started
+                command = [
+                    *_bwrap_prefix(self.root, uid, worker=True, seccomp=seccomp),
+                    _python(),
+                    *PYTHON_FLAGS,
+                    "-c",
+                    _zygote_source(),
+                    str(theirs.fileno()),
+                    str(limits.cpu_s),
+                    str(limits.wall_s),
+                    str(limits.memory_mb),
+                    str(limits.output_bytes),
+                    str(processes),
+                ]
+                self.process = subprocess.Popen(
+                    command,
+                    cwd=self.root,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._log,
+                    stderr=self._log,
+                    pass_fds=(theirs.fileno(),) if seccomp is None else (theirs.fileno(), seccomp),
+                    preexec_fn=set_limits,
+                    start_new_session=True,
+                    env={"PATH": "/usr/bin:/bin"},
+                )
         except BaseException:
             theirs.close()
             self._cleanup()

@@ -90,8 +90,8 @@ LEFT_BEHIND = [
         "[2] False False False False 1000 False /tmp/job 0o22 True 0 True 0\n",
     ),
     (  # a background child in its own session, ignoring SIGTERM
-        "import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'trap \"\" TERM; exec sleep 600'], start_new_session=True)\n"
-        "print('started')",
+        "import subprocess, sys\nsubprocess.Popen([sys.executable, '-S', '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'], start_new_session=True)\nprint('started')",
         "import os\nprint(sorted(p for p in os.listdir('/proc') if p.isdigit()), os.getpid(), os.getppid())",
         "['1', '2'] 2 1\n",
     ),
@@ -131,7 +131,8 @@ def test_nothing_of_a_program_reaches_the_next_in_the_same_worker() -> None:
         marker = f"orphan-{uuid.uuid4().hex}"
         programs = [p for before, after, _ in LEFT_BEHIND for p in (before, after)]
         programs.append(
-            f"import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'exec -a {marker} sleep 600'])\nprint(1)"
+            "import subprocess, sys\n"
+            f"subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(600)', {marker!r}])\nprint(1)"
         )
         results = box.run_many(programs, jobs=1)  # one lane: one worker, one program after another
         assert box.warm and box.workers_started == 1, box.warm_failure  # never restarted
@@ -319,7 +320,9 @@ BEHAVIOUR = [
     # the old attack tests' programs
     "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\nprint('connected')",
     "open('/root/escape.txt', 'w').write('x')",
-    "import subprocess\nr = subprocess.run(['/bin/sh', '-c', 'echo hi; env'], capture_output=True, text=True)\nprint(r.returncode, r.stdout)",
+    "import subprocess, sys\nr = subprocess.run([sys.executable, '-S', '-c', 'import os; print(\"hi\", dict(os.environ))'],"
+    " capture_output=True, text=True)\nprint(r.returncode, r.stdout)",
+    "import subprocess\nsubprocess.run(['/bin/sh', '-c', 'echo hi'])",  # no shell in the sandbox: the program's own error
 ]
 
 
