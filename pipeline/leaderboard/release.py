@@ -328,8 +328,13 @@ def print_published(done: Published, git_push: bool) -> None:
     )
     for line in record_lines(done.record):
         print(f"  {line}")
-    if not git_push:
-        print(f"Share the commit and tag: git push origin HEAD {done.tag}")
-    print("A collaborator gets this version with:")
+    # the collaborator's commands work only once the tag is on the origin and the artifacts on a remote
+    missing = [] if git_push else [f"git push origin HEAD {done.tag}"]
+    if not done.remote:
+        missing.append("dvc push (to a DVC remote: dvc remote add -d NAME URL, docs/leaderboard.md#a-dvc-remote)")
+    if missing:
+        print(f"Nothing is shared yet. A collaborator can get this version after you run: {'; '.join(missing)}. Then:")
+    else:
+        print("A collaborator gets this version with:")
     for command in done.collaborator:
         print(f"  {command}")

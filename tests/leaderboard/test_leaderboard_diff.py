@@ -182,3 +182,21 @@ def test_compare_two_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         == 2
     )
     assert "no results for 'omega'" in capsys.readouterr().err
+
+
+def test_release_notes_report_combined_score_changes_on_the_anchors_scale(two_versions) -> None:
+    from pipeline.leaderboard.diff import load_version
+    from pipeline.leaderboard.notes import record_lines, release_record
+    from pipeline.leaderboard.vcs import Repo
+
+    root, old, new = two_versions
+    previous = load_version(root, old, "results/leaderboard")
+    current = load_version(root, new, "results/leaderboard")
+    current.stamp["anchor"] = previous.stamp["anchor"] = "beta"
+    record = release_record(Repo(root), previous, current, "params", ["elimination"])
+    assert record["anchor"] == "beta" and not record["warnings"]
+    lines = record_lines(record)
+    assert "- Combined score changes (scale: anchor beta = 1000): alpha -90 (100 → 10); beta +5 (40 → 45)" in lines
+    current.stamp["anchor"] = "delta"  # another anchor: another scale, said as a warning
+    moved = release_record(Repo(root), previous, current, "params", ["elimination"])
+    assert any("the anchor changed (beta → delta)" in w for w in moved["warnings"])

@@ -74,6 +74,9 @@ def test_first_version_is_tagged_with_notes_and_the_site_shows_it(
     out = capsys.readouterr()
     assert "published leaderboard-v1.0" in out.out and "no DVC remote is configured" in out.err
     assert f"git clone --branch leaderboard-v1.0 {project} team-leaderboard-v1.0" in out.out
+    # nothing pushed (no --git-push, no remote): the commands are said to wait for the pushes
+    assert "Nothing is shared yet. A collaborator can get this version after you run: git push origin HEAD" in out.out
+    assert "dvc push (to a DVC remote" in out.out
     assert git(project, "tag", "--list") == "leaderboard-v1.0"
     assert git(project, "status", "--porcelain") == ""
     changelog = git(project, "show", "leaderboard-v1.0:results/leaderboard/CHANGELOG.md")

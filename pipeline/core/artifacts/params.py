@@ -161,13 +161,20 @@ def _fix(model: type[BaseModel], loc: tuple[Any, ...], err: Any) -> str | None:
     return None
 
 
-def format_location(loc: tuple[Any, ...]) -> str:
+def format_location(loc: tuple[Any, ...], data: Any = None) -> str:
+    """`sampling.max_tokens`, `players[2]`; an entry of a named list (the roster) by its name,
+    `roster['gpt-5'].sampling`, where `data` (the file's contents) has one."""
     text = ""
+    node = data
     for part in loc:
         if isinstance(part, int):
-            text += f"[{part}]"
+            item = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            text += f"[{name!r}]" if isinstance(name, str) and name else f"[{part}]"
+            node = item
         else:
             text += ("." if text else "") + str(part)
+            node = node.get(part) if isinstance(node, dict) else None
     return text or "(top level)"
 
 
@@ -180,7 +187,7 @@ def validate_params(model: type[ModelT], data: Any, source: str) -> ModelT:
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
             message = err["msg"].removeprefix("Value error, ")
-            line = f"  - {format_location(loc)}: {message}"
+            line = f"  - {format_location(loc, data)}: {message}"
             if err["type"] not in ("value_error", "missing") and "input" in err:
                 shown = repr(err["input"])
                 line += f" (got {shown[:80]})"
@@ -208,7 +215,15 @@ def load_yaml(path: str | Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ParamsError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        text = f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        # the parser notices an unclosed `[` or `{` where the next item starts, often lines later:
+        # say where the construct it was reading opened
+        opened, context = getattr(exc, "context_mark", None), getattr(exc, "context", None)
+        if opened is not None and context and (mark is None or opened.line != mark.line):
+            text += (
+                f" ({context} that opened at line {opened.line + 1}, column {opened.column + 1}: a bracket not closed?)"
+            )
+        raise ParamsError(text) from None
 
 
 def load_params(model: type[ModelT], path: str | Path) -> ModelT:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pipeline.core.artifacts.io import content_id, write_json_atomic
+from pipeline.core.artifacts.io import content_id, write_json_atomic, write_text_atomic
 from pipeline.core.artifacts.params import ParamsError
 
 if TYPE_CHECKING:
@@ -612,12 +612,22 @@ def next_record(
     )
 
 
+#: what an otherwise empty rounds folder holds: DVC warns at every stage about an empty output folder
+LEDGER_NOTE = (
+    "The adaptive schedule's round files (round-NNN.json) land here, one per round chosen from the\n"
+    "results so far (docs/adaptive.md). Under the fixed schedule this note is all the folder holds.\n"
+)
+
+
 def ensure_ledgers(benches: Sequence[LedgerOwner], root: Path = Path(".")) -> None:
     """Create the rounds folder of every benchmark with an adaptive declaration (DVC keeps it as an
-    output, also when the schedule is fixed and the folder stays empty)."""
+    output, also when the schedule is fixed), with a note in it while it holds nothing else."""
     for bench in benches:
         if bench.adaptive is not None:
-            rounds_dir(Path(root) / bench.results).mkdir(parents=True, exist_ok=True)
+            folder = rounds_dir(Path(root) / bench.results)
+            folder.mkdir(parents=True, exist_ok=True)
+            if not any(folder.iterdir()):
+                write_text_atomic(folder / "README.md", LEDGER_NOTE)
 
 
 def play_rounds(

@@ -30,22 +30,22 @@ def test_the_shipped_roster_is_valid() -> None:
 @pytest.mark.parametrize(
     ("text", "field", "hint"),
     [
-        ("roster:\n  - name: a\n", "roster[0]", "exactly one of `model: provider/name`"),
-        ("roster:\n  - name: a\n    model: gpt-4o\n", "roster[0].model", "provider prefix, e.g. openai/gpt-4o"),
-        ("roster:\n  - name: 'bad name'\n    bot: random\n", "roster[0].name", "must match"),
+        ("roster:\n  - name: a\n", "roster['a']", "exactly one of `model: provider/name`"),
+        ("roster:\n  - name: a\n    model: gpt-4o\n", "roster['a'].model", "provider prefix, e.g. openai/gpt-4o"),
+        ("roster:\n  - name: 'bad name'\n    bot: random\n", "roster['bad name'].name", "must match"),
         (
             "roster:\n  - name: a\n    bot: random\n    sampling: {temprature: 0.3}\n",
-            "roster[0].sampling.temprature",
+            "roster['a'].sampling.temprature",
             "Extra inputs are not permitted",
         ),
         (
             "roster:\n  - name: a\n    bot: random\n    sampling: {temperature: 9}\n",
-            "roster[0].sampling.temperature",
+            "roster['a'].sampling.temperature",
             "expected: sampling temperature in [0, 2]",
         ),
         (
             "roster:\n  - name: a\n    model: openai/x\n    extra: {api_key: sk-123}\n",
-            "roster[0].extra",
+            "roster['a'].extra",
             "must not be written in params",
         ),
         ("roster:\n  - {name: a, bot: random}\n  - {name: a, bot: random}\n", "(top level)", "appears twice"),
@@ -72,6 +72,16 @@ def test_invalid_yaml_names_line_and_column(tmp_path: Path) -> None:
     path = write(tmp_path, "roster:\n  - name: a\n   bot: [\n")
     with pytest.raises(ParamsError, match=r"models.yaml: not valid YAML at line \d+, column \d+"):
         load_models(path)
+
+
+def test_an_unclosed_bracket_is_named_where_it_opened(tmp_path: Path) -> None:
+    """The parser notices a missing `]` where the next item starts, lines later: the message also
+    says where the `[` opened."""
+    path = write(tmp_path, "roster:\n  - name: a\n    bot: random\nplayers: [a, b\nfill: [c]\nseed: 0\n")
+    with pytest.raises(ParamsError) as info:
+        load_models(path)
+    assert "at line 5, column 5" in str(info.value)
+    assert "a flow sequence that opened at line 4, column 10: a bracket not closed?" in str(info.value)
 
 
 def test_missing_file_says_so(tmp_path: Path) -> None:

@@ -68,8 +68,9 @@ def set_path(data: Any, dotted: str, value: Any) -> None:
 
 
 def shown_location(dotted: str) -> str:
-    """How ParamsError writes a location: roster[0].sampling.temperature."""
-    return ".".join(dotted.split(".")).replace(".0.", "[0].")
+    """How ParamsError writes a location: roster['smollm2-135m'].sampling.temperature (an entry of
+    the roster by its name: the shipped roster's first is the embedded model), players[0]."""
+    return dotted.replace("roster.0.", "roster['smollm2-135m'].").replace(".0.", "[0].")
 
 
 def load_broken(tmp_path: Path, source: Path, edit: Callable[[Any], None]) -> str:

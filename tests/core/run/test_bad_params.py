@@ -119,7 +119,7 @@ CASES = {
         misspelt_sampling,
         [
             "params/models.yaml: invalid params",
-            "- roster[0].sampling.temprature: Extra inputs are not permitted",
+            "- roster['smollm2-135m'].sampling.temprature: Extra inputs are not permitted",
             "did you mean 'temperature'?",
         ],
     ),

@@ -419,3 +419,19 @@ def test_a_one_against_rest_ledger_chooses_the_lone_seat_with_the_table(tmp_path
     first = {p.name: p.read_bytes() for p in sorted((tmp_path / "first" / "results" / TRIO / "rounds").iterdir())}
     second = {p.name: p.read_bytes() for p in sorted((tmp_path / "second" / "results" / TRIO / "rounds").iterdir())}
     assert first == second  # the same results make the same choices
+
+
+def test_a_fixed_schedules_rounds_folder_holds_a_note_not_nothing(tmp_path: Path) -> None:
+    """DVC warns at every stage about an empty output folder: the ledger's folder gets a note while
+    it holds nothing else, and a folder with rounds in it is left as it is."""
+    from types import SimpleNamespace
+
+    from pipeline.core.run.rounds import LEDGER_NOTE, ensure_ledgers
+
+    fixed = SimpleNamespace(name="fixed", results="results/fixed", adaptive=object())
+    played = SimpleNamespace(name="played", results="results/played", adaptive=object())
+    (tmp_path / "results/played/rounds").mkdir(parents=True)
+    (tmp_path / "results/played/rounds/round-001.json").write_text("{}")
+    ensure_ledgers([fixed, played], tmp_path)  # type: ignore[list-item]
+    assert (tmp_path / "results/fixed/rounds/README.md").read_text() == LEDGER_NOTE
+    assert sorted(p.name for p in (tmp_path / "results/played/rounds").iterdir()) == ["round-001.json"]
