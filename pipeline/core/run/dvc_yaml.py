@@ -27,9 +27,7 @@ HEADER = """\
 # params/models.yaml (parallel.jobs; default: the machine's CPUs), resume after a crash without a
 # manual --unlock; the other shared flags live in the workflow profile profiles/default. Snakemake
 # reruns only the jobs whose code, params or inputs changed; outs are persistent so DVC never
-# deletes what Snakemake fills incrementally. Metrics live in git (cache: false) and persist too: DVC
-# removes an output before it runs a stage, so a run that stops on bad params would otherwise
-# delete a git-tracked file (each metrics.json is rewritten whole, atomically, by its stage).
+# deletes what Snakemake fills incrementally. Metrics live in git (cache: false).
 # Rendered from the benchmark registry: `python -m pipeline dvc-yaml --write` (tests run --check).
 # A cluster: export SNAKEMAKE_PROFILE=profiles/slurm (docs/cluster.md).
 stages:
@@ -49,7 +47,6 @@ stages:
     metrics:
       - results/roster/metrics.json:
           cache: false
-          persist: true
 """
 
 LEADERBOARD_OUTS = """\
@@ -68,10 +65,8 @@ LEADERBOARD_OUTS = """\
     metrics:
       - results/leaderboard/leaderboard.json:
           cache: false
-          persist: true
       - results/leaderboard/calibration.json:
           cache: false
-          persist: true
 # `dvc plots diff REV_A REV_B` draws the combined score of each leaderboard version side by side
 plots:
   - results/leaderboard/combined.csv:
@@ -93,7 +88,7 @@ def benchmark_stage(bench: Benchmark) -> list[str]:
     lines.append("    outs:")
     for out in bench.outputs:
         lines += [f"      - {bench.results}/{out}:", "          persist: true"]
-    lines += ["    metrics:", f"      - {bench.metrics}:", "          cache: false", "          persist: true"]
+    lines += ["    metrics:", f"      - {bench.metrics}:", "          cache: false"]
     return lines
 
 
