@@ -36,7 +36,14 @@ import polars as pl
 
 from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
 from pipeline.core.rating.joint import JointSettings, joint_fit, kendall_tau
-from pipeline.core.rating.multipass import evidence_text, interval_settled, resamples_text, settled_rank_interval
+from pipeline.core.rating.multipass import (
+    competition_ranks,
+    evidence_text,
+    interval_ranks,
+    interval_settled,
+    resamples_text,
+    settled_rank_interval,
+)
 
 DIGITS = 4
 
@@ -156,22 +163,6 @@ def _number(value: Any) -> float | int | None:
     if isinstance(value, int):
         return value
     return None if math.isnan(value) or math.isinf(value) else float(value)
-
-
-def competition_ranks(values: dict[str, float]) -> dict[str, int]:
-    """1 = highest value; equal values share the better rank."""
-    return {name: 1 + sum(1 for other in values.values() if other > value) for name, value in values.items()}
-
-
-def interval_ranks(intervals: dict[str, tuple[float, float]]) -> dict[str, tuple[int, int]]:
-    """Best and worst rank each model can hold given the others' intervals."""
-    n = len(intervals)
-    out = {}
-    for name, (lo, hi) in intervals.items():
-        surely_above = sum(1 for o, (olo, _) in intervals.items() if o != name and olo > hi)
-        surely_below = sum(1 for o, (_, ohi) in intervals.items() if o != name and ohi < lo)
-        out[name] = (1 + surely_above, n - surely_below)
-    return out
 
 
 def _count(value: Any) -> int | None:

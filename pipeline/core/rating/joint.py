@@ -40,6 +40,7 @@ import polars as pl
 from pipeline.core.artifacts.io import seed_from
 from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema, read_table, write_table
 from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, TeamMatch
+from pipeline.core.rating.multipass import competition_ranks, interval_ranks, settled_rank_interval
 
 __all__ = [
     "EVENTS_FILE",
@@ -365,22 +366,15 @@ class JointFit:
 
 
 def _rank_block(ratings: list[JointRating], offset: int) -> None:
-    """Competition ranks by score within a block, from `offset` + 1; settled intervals narrow ranks."""
-    n = len(ratings)
+    """Competition ranks by score within a block, from `offset` + 1, with the benchmarks' rank
+    intervals: a settled score interval narrows ranks, an unsettled one spans the block."""
+    points = competition_ranks({r.model: round(r.score, 9) for r in ratings})
+    counts = {r.model: r.settled and r.score_lo is not None and r.score_hi is not None for r in ratings}
+    honest = {r.model: (r.score_lo, r.score_hi) if counts[r.model] else (-math.inf, math.inf) for r in ratings}
+    bounds = interval_ranks(honest)  # type: ignore[arg-type]
     for r in ratings:
-        r.rank = offset + 1 + sum(1 for o in ratings if round(o.score, 9) > round(r.score, 9))
-    for r in ratings:
-        if not r.settled or r.score_lo is None or r.score_hi is None:
-            r.rank_lo, r.rank_hi = offset + 1, offset + n
-            continue
-        above = sum(
-            1 for o in ratings if o is not r and o.settled and o.score_lo is not None and o.score_lo > r.score_hi
-        )
-        below = sum(
-            1 for o in ratings if o is not r and o.settled and o.score_hi is not None and o.score_hi < r.score_lo
-        )
-        r.rank_lo = min(offset + 1 + above, r.rank)
-        r.rank_hi = max(offset + n - below, r.rank)
+        lo, hi = settled_rank_interval(points[r.model], *bounds[r.model], len(ratings), counts[r.model])
+        r.rank, r.rank_lo, r.rank_hi = offset + points[r.model], offset + lo, offset + hi
 
 
 def joint_fit(tables: Mapping[str, pl.DataFrame], settings: JointSettings) -> JointFit:

@@ -138,6 +138,23 @@ def evidence_text(games: int | None, resamples: int | None) -> str:
     return f"{played}, {resamples_text(resamples)}"
 
 
+def competition_ranks(values: dict[str, float]) -> dict[str, int]:
+    """1 = highest value; equal values share the better rank."""
+    return {name: 1 + sum(1 for other in values.values() if other > value) for name, value in values.items()}
+
+
+def interval_ranks(intervals: dict[str, tuple[float, float]]) -> dict[str, tuple[int, int]]:
+    """Best and worst rank each model can hold given the others' intervals: no better than the
+    models wholly above its interval allow, no worse than those wholly below."""
+    n = len(intervals)
+    out = {}
+    for name, (lo, hi) in intervals.items():
+        surely_above = sum(1 for o, (olo, _) in intervals.items() if o != name and olo > hi)
+        surely_below = sum(1 for o, (_, ohi) in intervals.items() if o != name and ohi < lo)
+        out[name] = (1 + surely_above, n - surely_below)
+    return out
+
+
 def settled_rank_interval(rank: int, lo: int, hi: int, field_size: int, settled: bool) -> tuple[int, int]:
     """The rank interval to show: the given one when settled, else the whole field 1..field_size
     (nothing narrower is known). Always contains `rank`."""
