@@ -73,14 +73,14 @@ def count_text(value: int | None) -> str:
     return "?" if value is None else str(value)
 
 
-def coverage_text(entry: CombinedEntry, total: int) -> str:
-    """'4/4', or '2/4, missed skate, xent'."""
-    text = f"{entry.benchmarks}/{total}"
+def coverage_text(entry: CombinedEntry) -> str:
+    """'4/4', or '2/4, missed skate, xent' (played and missed: every benchmark the board combines)."""
+    text = f"{entry.benchmarks}/{entry.benchmarks + len(entry.missed)}"
     return f"{text}, missed {', '.join(entry.missed)}" if entry.missed else text
 
 
 def combined_rows(
-    boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], rows: list[str], total: int
+    boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry], rows: list[str]
 ) -> list[list[object]]:
     out = []
     for model in rows:
@@ -97,7 +97,7 @@ def combined_rows(
                 model + (" (bot)" if entry.bot else ""),
                 score_text(entry, 0 if entry.games is not None else 1),
                 count_text(entry.games),
-                coverage_text(entry, total),
+                coverage_text(entry),
                 *per_bench,
                 len(overlapping(combined, model)),
             ]
@@ -123,7 +123,6 @@ def render_markdown(
     if note:
         lines += [f"**{note}**" if note.startswith("Rankings not settled") else note, ""]
     names = [b.name for b in boards]
-    total = len({b for e in combined.values() for b in (*e.played, *e.missed)})
     header = ["rank (95%)", "model", "score [95%]", "games", "benchmarks", *names, "not separable"]
     if combined:
         full = [m for m, e in combined.items() if not e.provisional]
@@ -139,7 +138,7 @@ def render_markdown(
             "",
         ]
         if full:
-            lines += table(header, combined_rows(boards, combined, full, total)) + [""]
+            lines += table(header, combined_rows(boards, combined, full)) + [""]
         if partial:
             lines += [
                 "### Provisional: missed a benchmark the board combines",
@@ -147,11 +146,11 @@ def render_markdown(
                 "Rated against the full-coverage models' fixed ratings; ranked after them.",
                 "",
             ]
-            lines += table(header, combined_rows(boards, combined, partial, total)) + [""]
+            lines += table(header, combined_rows(boards, combined, partial)) + [""]
         models_only = [m for m, e in combined.items() if not e.bot]
         if models_only and len(models_only) < len(combined):
             lines += ["### Models only (bots hidden; ranks as on the whole board)", ""]
-            lines += table(header, combined_rows(boards, combined, models_only, total)) + [""]
+            lines += table(header, combined_rows(boards, combined, models_only)) + [""]
     for board in boards:
         lines += [f"## {board.name}", "", f"Rank intervals: {board.interval_source}. {board.settled_note()}", ""]
         for check in checks or []:

@@ -156,7 +156,6 @@ def write_benchmark(
 
 def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]) -> list[dict[str, Any]]:
     """The combined table's rows, full-coverage models first, then the provisional ones."""
-    total = len({b for e in combined.values() for b in (*e.played, *e.missed)})
     rows = []
     for model, e in combined.items():
         rows.append(
@@ -167,7 +166,7 @@ def index_context(boards: list[BenchmarkBoard], combined: dict[str, CombinedEntr
                 "provisional": e.provisional,
                 "score": score_text(e, 0 if e.games is not None else 1),
                 "games": count_text(e.games),
-                "benchmarks": coverage_text(e, total),
+                "benchmarks": coverage_text(e),
                 "played": ", ".join(e.played),
                 "per_benchmark": [
                     rank_text(r.rank, r.rank_lo, r.rank_hi, r.settled) if (r := b.ratings.get(model)) else "–"
