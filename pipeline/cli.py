@@ -33,7 +33,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         models = ModelsParams(roster=[entry], providers=models.providers, gateway=models.gateway)
     if entry.is_bot:
         raise ParamsError(f"{args.model!r} is a bot; `ask` talks to language models")
-    gateway = Gateway(models, job="ask", read_cache=args.cached)
+    gateway = Gateway(models, job="ask", read_cache=args.cached, deadline_s=args.timeout_s or None)
     completion = gateway.complete_sync(
         entry,
         [{"role": "user", "content": args.prompt}],
@@ -179,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--temperature", type=float, default=None)
     ask.add_argument("--seed", type=int, default=0)
     ask.add_argument("--cached", action="store_true", help="answer from the response cache when possible")
+    ask.add_argument(
+        "--timeout-s",
+        type=float,
+        default=60.0,
+        help="give up after this many seconds without an answer, every retry included, naming the "
+        "last error (default 60; 0: no limit, gateway.timeout_s and gateway.retries alone)",
+    )
     ask.add_argument("--json", action="store_true", help="print text, tokens, cost and latency as JSON")
     ask.set_defaults(func=_cmd_ask)
 

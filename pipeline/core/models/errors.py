@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from unittest import mock
 
 from pipeline.core.models.litellm_setup import load_litellm
@@ -140,6 +141,67 @@ def _kind_from_chain(exc: BaseException) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Unreached:
+    """A provider the request never reached: why, in words (`connection refused`), and the
+    endpoint tried (scheme, host, port and path: never a query, which may hold a key), or None."""
+
+    cause: str
+    endpoint: str | None
+
+
+def endpoint_of(exc: BaseException) -> str | None:
+    """The URL a failed request went to, from httpx's or the SDK's exception in the chain, without
+    its query, fragment or user part; None where the chain does not say (litellm's own exceptions
+    carry a placeholder request, so they do not count)."""
+    import httpx
+
+    for link in _chain(exc):
+        if not isinstance(link, (httpx.RequestError, httpx.HTTPStatusError)) and (
+            type(link).__module__.split(".")[0] != "openai"
+        ):
+            continue
+        try:
+            url = link.request.url  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):  # httpx raises RuntimeError for an exception without one
+            continue
+        if isinstance(url, httpx.URL):
+            port = f":{url.port}" if url.port else ""
+            host = f"[{url.host}]" if ":" in url.host else url.host
+            return f"{url.scheme}://{host}{port}{url.path}"
+    return None
+
+
+def unreached(exc: BaseException, kind: str) -> Unreached | None:
+    """Why the provider was never reached (refused, a host name not found, no connection within
+    the timeout, TLS), or None when it was: it answered, or dropped a connection it had accepted."""
+    import socket
+    import ssl
+
+    import httpx
+
+    links = _chain(exc)
+    cause: str | None = None
+    for link in links:
+        if isinstance(link, ConnectionRefusedError):
+            cause = "connection refused"
+        elif isinstance(link, socket.gaierror):
+            cause = f"host name not found (DNS: {link.strerror or link})"
+        elif isinstance(link, httpx.ConnectTimeout):
+            cause = "no connection within the timeout (connect timeout)"
+        elif isinstance(link, ssl.SSLError):
+            cause = f"TLS failed ({link.reason or link})"
+        if cause is not None:
+            break
+    if cause is None and any(isinstance(link, httpx.ConnectError) for link in links):
+        # another OSError while connecting (no route to host, network unreachable)
+        errors = [link for link in links if isinstance(link, OSError) and link.strerror]
+        cause = errors[-1].strerror.lower() if errors and errors[-1].strerror else "cannot connect"
+    if cause is None and kind == "connection":
+        cause = "the connection failed"
+    return None if cause is None else Unreached(cause, endpoint_of(exc))
+
+
 def classify_error(exc: BaseException) -> str:
     """Map a litellm exception (or a ProviderFault of the gateway's own reading) to an error kind of
     the calls table."""
@@ -205,6 +267,37 @@ def request_message(entry: RosterEntry, detail: str) -> str:
         "The provider refuses this request itself, so a rerun would send it again unchanged: check the "
         "entry's model string, sampling and extra in params/models.yaml (and that the prompt fits the "
         "model's context), then rerun: answered requests come from the cache."
+    )
+
+
+def unreached_detail(entry: RosterEntry, reach: Unreached) -> str:
+    """`connection refused at http://127.0.0.1:9/v1/chat/completions`."""
+    where = reach.endpoint or entry.extra.get("api_base") or entry.extra.get("base_url")
+    return f"{reach.cause} at {where}" if where else f"{reach.cause} (the provider's default endpoint)"
+
+
+def unreached_message(entry: RosterEntry, reach: Unreached, plan: str) -> str:
+    """The one line said when a request of `entry` first fails to reach its provider: the entry,
+    the model, the endpoint, the cause, what happens next (`plan`) and what to check."""
+    own = next((key for key in ("api_base", "base_url") if key in entry.extra), None)
+    check = (
+        f"if the address is wrong, stop and fix extra.{own} of the entry in the roster"
+        if own
+        else "check the network, or set extra.api_base of the entry in the roster"
+    )
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}) cannot reach its provider: "
+        f"{unreached_detail(entry, reach)}; {plan}; {check}"
+    )
+
+
+def deadline_message(entry: RosterEntry, attempt: int, kind: str, detail: str, deadline_s: float) -> str:
+    """A request that found no answer within the command's time limit (`--timeout-s`)."""
+    advice = GIVE_UP_ADVICE.get(kind, "check the provider")
+    return (
+        f"roster entry {entry.name!r} (model {entry.model}): no answer within {deadline_s:g} s (--timeout-s; "
+        f"0: no limit) after {attempt} attempt{'s' if attempt != 1 else ''}, last error {kind}: {detail}. "
+        f"What to do: {advice}."
     )
 
 

@@ -39,9 +39,14 @@ from pipeline.core.models.errors import (
     TransportError,
     auth_message,
     classify_error,
+    deadline_message,
+    endpoint_of,
     give_up_message,
     key_env_names,
     request_message,
+    unreached,
+    unreached_detail,
+    unreached_message,
 )
 from pipeline.core.models.faults import (
     TRANSPORT_FAULTS,
@@ -406,7 +411,11 @@ class Gateway:
         cache_dir: str | os.PathLike[str] | None = None,
         root: str | os.PathLike[str] = ".",
         read_cache: bool = True,
+        deadline_s: float | None = None,
     ) -> None:
+        """`deadline_s`: the most seconds one request may take, every attempt and wait included
+        (None: gateway.timeout_s per attempt and gateway.retries alone decide); `ask` and
+        `roster check` set it from their --timeout-s."""
         self.models = models
         self.settings: GatewaySettings = models.gateway
         directory = Path(cache_dir) if cache_dir is not None else Path(root) / self.settings.cache_dir
@@ -423,6 +432,8 @@ class Gateway:
         )
         self._checked: set[str] = set()
         self._refused: dict[str, set[str]] = {}  # per roster entry: parameters its provider refused
+        self.deadline_s = deadline_s
+        self._unreachable: set[str] = set()  # roster entries whose provider was said to be unreachable
         # jitter only spreads retries in time; it never touches what is asked or answered
         self._jitter = random.Random(0)
 
@@ -504,6 +515,10 @@ class Gateway:
                 await asyncio.to_thread(local_model, entry.model.split("/", 1)[1])
             except load_litellm().BadRequestError as exc:
                 raise RequestError(request_message(entry, _short(exc))) from None
+        limit_s = self.deadline_s
+        if limit_s is not None:
+            load_litellm()  # imported before the clock starts: it takes seconds, and is no wait for the provider
+        deadline = None if limit_s is None else time.monotonic() + limit_s
         attempt = 0
         first_refusal: float | None = None  # when this request first met a 429
         tokens_guess = estimate_tokens(sum(len(m.get("content") or "") for m in messages), reply_cap(params))
@@ -525,7 +540,7 @@ class Gateway:
                         model=entry.model,
                         messages=[dict(m) for m in messages],
                         seed=None if "seed" in refused else seed,
-                        timeout=self.settings.timeout_s,
+                        timeout=self._attempt_timeout(deadline),
                         num_retries=0,
                         **sent,
                         **entry.extra,
@@ -559,15 +574,24 @@ class Gateway:
                         refused |= newly
                         continue
                     if kind not in TRANSPORT_KINDS:
-                        raise RequestError(request_message(entry, _short(exc))) from None
+                        raise RequestError(request_message(entry, _with_endpoint(exc))) from None
+                    reach = unreached(exc, kind)
+                    detail = _short(exc) if reach is None else unreached_detail(entry, reach)
                     retry_after = retry_after_s(exc)
                     if kind == "rate_limit":
                         admission.outcome, admission.retry_after_s = "rate_limit", retry_after
                         first_refusal = first_refusal or time.time()
                     if await self._give_up(entry, kind, attempt, first_refusal):
-                        raise TransportError(give_up_message(entry, attempt, kind, _short(exc))) from None
+                        raise TransportError(give_up_message(entry, attempt, kind, detail)) from None
                     delay = max(self._backoff(attempt), retry_after or 0.0, 0.05 if kind == "rate_limit" else 0.0)
+                    if limit_s is not None and deadline is not None and time.monotonic() + delay >= deadline:
+                        raise TransportError(deadline_message(entry, attempt, kind, detail, limit_s)) from None
+                    if reach is not None and entry.name not in self._unreachable:
+                        # said once, at the first failure: the retries that follow are quiet
+                        self._unreachable.add(entry.name)
+                        log.warning(unreached_message(entry, reach, self._retry_plan()))
                 else:
+                    self._unreachable.discard(entry.name)
                     admission.outcome = "ok"
                     admission.tokens = (stored["tokens_in"] + stored["tokens_out"]) or None
                     # recorded before the slot is given back: a request waiting for it checks the
@@ -693,6 +717,24 @@ class Gateway:
                 text += f" Stopped before a request of roster entry {entry.name!r} (model {entry.model}) (budget)."
             raise BudgetExceeded(text)
 
+    def _attempt_timeout(self, deadline: float | None) -> float:
+        """Seconds one attempt may wait for its answer: gateway.timeout_s, or less where the
+        request's deadline comes first."""
+        if deadline is None:
+            return self.settings.timeout_s
+        return max(0.5, min(self.settings.timeout_s, deadline - time.monotonic()))
+
+    def _retry_plan(self) -> str:
+        """What the gateway does after a first failed attempt, in words, with the settings to change."""
+        settings = self.settings
+        waits = sum(min(settings.backoff_max_s, settings.backoff_base_s * 2**i) for i in range(settings.retries))
+        plan = (
+            f"retrying up to {settings.retries} times with backoff from {settings.backoff_base_s:g} s, doubling "
+            f"to at most {settings.backoff_max_s:g} s (up to {waits:.0f} s of waits in all: gateway.retries, "
+            "backoff_base_s, backoff_max_s)"
+        )
+        return plan if self.deadline_s is None else f"{plan}, for at most {self.deadline_s:g} s (--timeout-s)"
+
     def _backoff(self, attempt: int) -> float:
         base = self.settings.backoff_base_s * (2 ** (attempt - 1))
         return min(self.settings.backoff_max_s, base) * (0.5 + 0.5 * self._jitter.random())
@@ -788,6 +830,14 @@ def retry_after_s(exc: BaseException) -> float | None:
             except (TypeError, ValueError):
                 continue
     return None
+
+
+def _with_endpoint(exc: BaseException) -> str:
+    """The exception in short, with the URL the request went to where it does not say (a 404 from
+    a wrong api_base path)."""
+    text = _short(exc)
+    endpoint = endpoint_of(exc)
+    return text if endpoint is None or endpoint in text else f"{text} (at {endpoint})"
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:

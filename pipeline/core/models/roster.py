@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -11,10 +12,72 @@ from pydantic import Field, field_validator, model_validator
 from pipeline.core.artifacts.params import StrictParams as Strict
 from pipeline.core.artifacts.params import load_params
 from pipeline.core.models.faults import FaultSettings
+from pipeline.core.models.litellm_setup import completion_arguments
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Keys that carry secrets must come from the environment, never from a params file.
 SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
+#: litellm arguments the gateway sends with every request itself, and what sets each: in `extra`
+#: one would reach litellm twice
+GATEWAY_ARGUMENTS = {
+    "model": "the entry's `model`",
+    "messages": "the game",
+    "temperature": "sampling.temperature",
+    "top_p": "sampling.top_p",
+    "max_tokens": "sampling.max_tokens or sampling.move_max_tokens",
+    "max_completion_tokens": "sampling.max_tokens or sampling.move_max_tokens (and sampling.reasoning_tokens)",
+    "reasoning_effort": "sampling.reasoning_effort",
+    "seed": "the gateway (every move is seeded from the job, the player and the move)",
+    "stop": "the game, per move",
+    "logprobs": "the game, per move",
+    "top_logprobs": "the game, per move",
+    "timeout": "gateway.timeout_s",
+    "num_retries": "gateway.retries",
+}
+#: how alike (difflib's ratio) a key of `extra` that litellm does not know and one it knows must be
+#: for the key to be a misspelling: api_bse/api_base 0.93, base_uri/base_url 0.88,
+#: vertex_projct/vertex_project 0.96; a provider's own arguments that litellm passes on unlisted stay
+#: below (safety_settings 0.62, reasoning 0.75, generation_config 0.80)
+MISSPELT_CUTOFF = 0.85
+
+
+def _misspelling_of(key: str, known: frozenset[str]) -> str | None:
+    """The litellm argument `key` misspells (api-base, API_BASE, api_bse: api_base), or None."""
+    squeezed = re.sub(r"[^a-z0-9]", "", key.lower())
+    same = sorted(k for k in known if re.sub(r"[^a-z0-9]", "", k.lower()) == squeezed)
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=MISSPELT_CUTOFF)
+    return close[0] if close else None
+
+
+def extra_problems(extra: dict[str, Any]) -> list[str]:
+    """What is wrong with the keys of a roster entry's `extra` (empty: nothing): a secret, an
+    argument the gateway sets itself, or a key that litellm does not know but that is a
+    misspelling of one it does (litellm's own list: litellm_setup.completion_arguments). Other
+    keys litellm does not list are a provider's own arguments, which litellm passes on as they are."""
+    problems = []
+    leaked = sorted(k for k in extra if k.lower() in SECRET_KEYS)
+    if leaked:
+        problems.append(
+            f"{', '.join(leaked)} must not be written in params: set an environment variable "
+            "and name it with api_key_env"
+        )
+    for key in sorted(k for k in extra if k in GATEWAY_ARGUMENTS):
+        problems.append(
+            f"{key!r} is set by {GATEWAY_ARGUMENTS[key]}, not in extra (litellm would get it twice); "
+            "remove it from extra"
+        )
+    unknown = [k for k in extra if k.lower() not in SECRET_KEYS and k not in GATEWAY_ARGUMENTS]
+    known = completion_arguments() if unknown else frozenset()
+    for key in sorted(k for k in unknown if known and k not in known):
+        meant = _misspelling_of(key, known)
+        if meant is not None:
+            problems.append(
+                f"{key!r} is no argument of litellm's completion; did you mean {meant!r}? (litellm would "
+                f"pass {key!r} to the provider unread, and {meant} would stay unset)"
+            )
+    return problems
 
 
 class Sampling(Strict):
@@ -85,7 +148,11 @@ class RosterEntry(Strict):
         description="name of the environment variable holding this entry's key (default: the provider's usual one)",
     )
     extra: dict[str, Any] = Field(
-        default_factory=dict, description="extra litellm arguments such as api_base; never secrets"
+        default_factory=dict,
+        description="more arguments of litellm's completion, such as api_base, api_version or extra_headers; "
+        "never secrets (api_key_env names the key's variable), nor what the gateway sets itself (model, "
+        "sampling, seed, timeout); a key litellm does not know but that is close to one it does (api_bse) is "
+        "an error, any other unknown key is a provider's own argument, passed on as it is",
     )
 
     @field_validator("name")
@@ -104,13 +171,10 @@ class RosterEntry(Strict):
 
     @field_validator("extra")
     @classmethod
-    def _no_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
-        leaked = sorted(k for k in value if k.lower() in SECRET_KEYS)
-        if leaked:
-            raise ValueError(
-                f"{', '.join(leaked)} must not be written in params: set an environment variable "
-                "and name it with api_key_env"
-            )
+    def _extra_ok(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problems = extra_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
         return value
 
     @model_validator(mode="after")
