@@ -31,7 +31,7 @@ def play(args: VerbCall) -> int:
     from pipeline.core.models import load_models
     from pipeline.core.run import ShardGame, game_done, run_shard
     from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import GameSpec, game_spec, play_game, run_game
+    from pipeline.elimination.engine import GameSpec, game_spec, planned_moves, play_game, run_game
     from pipeline.elimination.schedule import build_schedule
 
     params = load_elimination_params(args.params)
@@ -66,6 +66,7 @@ def play(args: VerbCall) -> int:
         at_once=models.parallel.games_per_job,
         marker=args.marker,
         say=say,
+        moves=planned_moves,
     )
 
 

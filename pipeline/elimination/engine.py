@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.artifacts import seed_from
+from pipeline.core.artifacts.progress import expect_moves
 from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, gather_moves, make_players
 from pipeline.elimination import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.elimination import prompts, records
@@ -579,6 +580,23 @@ class EliminationGame:
         return self.log
 
 
+def planned_moves(spec: GameSpec) -> int:
+    """The moves of a game as its structure plans them, for the job's progress line: every round
+    until two seats remain (k statements, k partner rankings and 2 * floor(k / 2) private messages in
+    each of the 3 subrounds unless public_only, a memory note per seat keeping one, k votes), then 2
+    pleas and n - 2 jury votes. Re-asked votes and ties add a few more."""
+    n = len(spec.seats)
+    keeping = sum(1 for name in spec.seats if not spec.memory_players or name in spec.memory_players)
+    moves = 0.0
+    for k in range(n, 2, -1):
+        moves += 2 * k  # statements and votes
+        if spec.variant != "public_only":
+            moves += k + len(records.PRIVATE_SUBROUNDS) * 2 * (k // 2)
+        if spec.variant == "memory":
+            moves += k * keeping / n  # the seats still in keep memory as often as all seats do
+    return round(moves) + 2 + max(0, n - 2)
+
+
 def game_spec(params: EliminationParams, scheduled: ScheduledGame) -> GameSpec:
     """The spec of a scheduled game under these params (one place, for one game or a shard)."""
     return GameSpec(
@@ -621,6 +639,7 @@ async def play_game(
     progress: Callable[[str], None] | None = None,
 ) -> GameOutput:
     """run_game on the running event loop (a shard job plays many games on one loop)."""
+    expect_moves(planned_moves(spec))
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)

@@ -17,6 +17,7 @@ import polars as pl
 
 import pipeline.skate.bots  # noqa: F401  (registers the skate bots)
 from pipeline.core.artifacts import content_id, read_table, seed_from, write_record, write_table
+from pipeline.core.artifacts.progress import expect_moves
 from pipeline.core.models import Gateway, ModelsParams, MoveRequest, gather_moves, make_players
 from pipeline.core.sandbox import Sandbox
 from pipeline.skate import uniqueness
@@ -103,6 +104,7 @@ async def run_generate(
     )
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
     player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
+    expect_moves(params.attempts)  # the job's progress line: at most one move per try
     attempts: list[dict[str, Any]] = []
     failures: list[FailedAttempt] = []
     accepted: dict[str, Any] | None = None
@@ -203,6 +205,12 @@ async def run_generate(
 
 
 # -- answer -----------------------------------------------------------------------------------
+def moves_per_question(params: SkateParams, mode: str) -> int:
+    """An answerer's most moves on one question: its option sets in exact mode, the sample cap when
+    sampled (the stopping rule usually ends sooner). For the job's progress line."""
+    return params.answering.exact_option_sets if mode == "exact" else params.answering.max_samples
+
+
 async def run_answer(
     params: SkateParams, models: ModelsParams, job: AnswerJob, out: str | Path, gateway: Gateway
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -211,6 +219,7 @@ async def run_answer(
     log-probabilities is sampled instead, and its rows say so."""
     questions = round_questions(read_round(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
+    expect_moves(len(questions) * moves_per_question(params, job.mode))  # the job's progress line
     results = await gather_moves(
         *(answer_question(player, q, job.mode, params.answering, params.seed) for q in questions)
     )

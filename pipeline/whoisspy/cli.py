@@ -28,7 +28,7 @@ def play(args: VerbCall) -> int:
     from pipeline.core.artifacts import write_record
     from pipeline.core.models import Gateway
     from pipeline.core.run import ShardGame, game_done, run_shard, say
-    from pipeline.whoisspy.engine import play_record, run_record
+    from pipeline.whoisspy.engine import planned_moves, play_record, run_record
     from pipeline.whoisspy.records import WhoIsSpyGame
     from pipeline.whoisspy.schedule import GameSpec, find_game
 
@@ -61,6 +61,7 @@ def play(args: VerbCall) -> int:
         at_once=models.parallel.games_per_job,
         marker=args.marker,
         say=say,
+        moves=planned_moves,
     )
 
 

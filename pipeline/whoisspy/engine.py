@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.artifacts import seed_from
+from pipeline.core.artifacts.progress import expect_moves
 from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, Reply, gather_moves, make_players
 from pipeline.whoisspy import bots as _bots  # noqa: F401  (registers the heuristic bot)
 from pipeline.whoisspy.fouls import cut, normalize, redact, speech_fouls
@@ -407,8 +408,15 @@ class Game:
         )
 
 
+def planned_moves(spec: GameSpec) -> int:
+    """The most moves a game's structure allows, for the job's progress line: a description and a
+    vote per seat in every round (a game ends sooner once the spy is out or too few seats remain)."""
+    return 2 * len(spec.seats) * spec.rules.rounds
+
+
 async def play_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:
     """Play one game; its typed record (`write_record(games/<game_id>.json, record)` writes it)."""
+    expect_moves(planned_moves(spec))
     players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     record = await Game(spec, players).run()
     log.info(

@@ -654,6 +654,33 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def asks_per_round(program: Program) -> int:
+    """The asks one round of `program` makes when every `ensure` passes: one per register of each
+    `elicit` line reached, `beacon`/`replay` loops followed as `_Round.run` follows them (their
+    control flow is fixed: a replay's count is a literal). For the job's progress line."""
+    code = program.instructions
+    flags = {"flag_1": 0, "flag_2": 0}
+    replays_left: dict[int, int] = {}
+    pc = steps = asks = 0
+    while pc < len(code) and steps < MAX_STEPS:
+        steps += 1
+        ins = code[pc]
+        if ins.op == "elicit":
+            asks += len(player_arg(ins)[1]) - 1  # the registers; the last argument is max_tokens
+        elif ins.op == "beacon":
+            flags[ins.call.args[0].id] = pc + 1  # type: ignore[attr-defined]
+        elif ins.op == "replay":
+            times: int = ins.call.args[1].value  # type: ignore[attr-defined]  # an ast.Constant (xgl checks it)
+            left = replays_left.get(pc, times)
+            if left > 0:
+                replays_left[pc] = left - 1
+                pc = flags[ins.call.args[0].id]  # type: ignore[attr-defined]
+                continue
+            replays_left.pop(pc, None)
+        pc += 1
+    return asks
+
+
 async def run_round(
     program: Program,
     seats: Mapping[str, Seat],

@@ -28,7 +28,7 @@ from pipeline.xent.records import RewardRecord, XentPlay
 from pipeline.xent.schedule import PlayJob, Schedule, build_schedule
 from pipeline.xent.schemas import MovesSchema, RescoreSchema, RewardsSchema, RoundStatusSchema, TokenXentsSchema
 from pipeline.xent.values import Term, XentValue, combine
-from pipeline.xent.xgl import load_program
+from pipeline.xent.xgl import Program, load_program
 
 if TYPE_CHECKING:
     from pipeline.core.models import ModelsParams
@@ -87,6 +87,7 @@ async def play_job(
 ) -> Path:
     """Play one job's maps on the running loop and write its record (last) and calls table. Jobs
     played concurrently on one loop (a shard) share the judge's batches and the local model's."""
+    from pipeline.core.artifacts.progress import expect_moves
     from pipeline.core.models import Gateway, make_players
     from pipeline.xent.judges import params_judge
     from pipeline.xent.play import PlaySettings, job_record, play_job_maps
@@ -97,6 +98,7 @@ async def play_job(
     names = [job.player] + ([job.opponent] if job.opponent and job.opponent != job.player else [])
     players = make_players(models, gateway, seed_from("xent", job.job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
+    expect_moves(planned_moves(job, [program for _, program in maps]))  # the job's progress line
     settings = PlaySettings(
         reply_max_tokens=params.replies.max_tokens,
         detail_rounds=params.replies.detail_rounds,
@@ -121,6 +123,14 @@ async def play_job(
     gateway.write_calls(path.with_suffix(".calls.parquet"))
     write_record(path, record)
     return path
+
+
+def planned_moves(job: PlayJob, programs: Sequence[Program]) -> int:
+    """The asks of a play job when every `ensure` passes (its maps' programs, every round), for
+    the job's progress line."""
+    from pipeline.xent.runtime import asks_per_round
+
+    return job.rounds * sum(asks_per_round(program) for program in programs)
 
 
 def play_done(job: PlayJob, out: str | Path) -> bool:
@@ -154,6 +164,7 @@ def play_shard(
         marker=marker,
         say=say,
         unit="play job",
+        moves=lambda job: planned_moves(job, [load_program(m.path(maps_root)) for m in job.maps]),
     )
 
 

@@ -1,4 +1,5 @@
-"""Progress across a stage: games done of total, calls, cache hits, cost so far, time left.
+"""Progress, at two scales: across a stage (games done of total, calls, cache hits, cost so far, time
+left) and inside one job (moves done of moves planned, time left).
 
 A stage is one Snakemake run of many job processes, so progress is pooled through small files in
 a folder that `python -m pipeline run` creates and names in PIPELINE_PROGRESS_DIR:
@@ -10,6 +11,16 @@ a folder that `python -m pipeline run` creates and names in PIPELINE_PROGRESS_DI
 - the run command sums them (`stage_progress`) and prints a line every few seconds, but only
   when its stderr is a terminal: logs stay quiet.
 Without PIPELINE_PROGRESS_DIR (a plain `snakemake` run, tests) nothing is written.
+
+Inside a job, a game's length is its moves: the `play` verb of every benchmark (pipeline.core.run.verbs)
+opens a `MoveProgress` for the process (`reporting_moves`); each game adds the moves its structure plans
+as it starts (`expect_moves`; a shard of games opens its own with all of theirs from the start,
+pipeline.core.run.shards), and the player interface (pipeline.core.models.players) counts every move
+answered (`count_move`). A line `moves 37/120 (30%), 4m10s elapsed, ~9m21s left` goes to stderr (the
+job's log under Snakemake or SLURM) at most every PIPELINE_PROGRESS_EVERY_S seconds (default 30), and a
+last one when the job ends if any was printed: a job shorter than that (a bot-only shard) says nothing
+more. Only stderr: no table, record or metrics file sees these counts. Without an open reporter (the run
+plan, a library caller) counting is one context-variable lookup.
 """
 
 from __future__ import annotations
@@ -17,7 +28,11 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,3 +162,122 @@ def _read(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
+
+
+# -- moves inside a job ------------------------------------------------------------------------
+MOVES_EVERY_ENV = "PIPELINE_PROGRESS_EVERY_S"
+MOVES_EVERY_S = 30.0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def moves_every_s() -> float:
+    """Seconds between two move lines: PIPELINE_PROGRESS_EVERY_S, else 30 (0: a line every move)."""
+    value = os.environ.get(MOVES_EVERY_ENV, "")
+    try:
+        return max(0.0, float(value)) if value.strip() else MOVES_EVERY_S
+    except ValueError:
+        return MOVES_EVERY_S
+
+
+class MoveProgress:
+    """Moves done of moves planned in one job (a game, or a shard of games on one loop), with the
+    time left at the pace so far. `planned`: a fixed total (a whole game known ahead); None: the sum
+    of what the job's games declare as they start (`expect`)."""
+
+    def __init__(
+        self,
+        say: Callable[[str], None] = _stderr,
+        *,
+        planned: int | None = None,
+        every_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.say = say
+        self.fixed = planned is not None
+        self.planned = planned or 0
+        self.done = 0
+        self.every_s = moves_every_s() if every_s is None else every_s
+        self.clock = clock
+        self.started = self.last = clock()
+        self.lines = 0
+
+    def expect(self, moves: int) -> None:
+        if not self.fixed:
+            self.planned += max(0, moves)
+
+    def moved(self) -> None:
+        self.done += 1
+        now = self.clock()
+        if now - self.last >= self.every_s:
+            self.last = now
+            self.lines += 1
+            self.say(self.line(now))
+
+    def seconds_left(self, now: float) -> float | None:
+        """At the pace so far; None before the first move or without a plan, 0 once past it."""
+        if not self.done or not self.planned:
+            return None
+        return (now - self.started) / self.done * max(0, self.planned - self.done)
+
+    def line(self, now: float | None = None) -> str:
+        now = self.clock() if now is None else now
+        elapsed = _duration(now - self.started)
+        if not self.planned:
+            return f"moves {self.done}, {elapsed} elapsed"
+        shown = f"moves {self.done}/{self.planned} ({100 * self.done // self.planned}%), {elapsed} elapsed"
+        left = self.seconds_left(now)
+        if left is None:
+            return f"{shown}, time left known after the first move"
+        if self.done >= self.planned:  # re-asks, ties or longer games than the structure's count
+            return f"{shown}, past the planned moves: nearly done"
+        return f"{shown}, ~{_duration(left)} left"
+
+    def close(self) -> None:
+        """The last line, only when the job said anything before (a short job stays quiet)."""
+        if self.lines:
+            planned = f" ({self.planned} planned)" if self.planned else ""
+            self.say(f"moves {self.done}{planned} played in {_duration(self.clock() - self.started)}")
+
+
+_MOVES: ContextVar[MoveProgress | None] = ContextVar("pipeline_move_progress", default=None)
+
+
+@contextmanager
+def reporting_moves(
+    say: Callable[[str], None] = _stderr, *, planned: int | None = None, every_s: float | None = None
+) -> Iterator[MoveProgress]:
+    """Count the moves played inside the block (and the tasks it starts) and report them on stderr."""
+    progress = MoveProgress(say, planned=planned, every_s=every_s)
+    token = _MOVES.set(progress)
+    try:
+        yield progress
+    finally:
+        _MOVES.reset(token)
+        progress.close()
+
+
+@contextmanager
+def not_counting_moves() -> Iterator[None]:
+    """A dry pass of a job's own code (the batch API's probe pass): its moves are not the job's."""
+    token = _MOVES.set(None)
+    try:
+        yield
+    finally:
+        _MOVES.reset(token)
+
+
+def expect_moves(moves: int) -> None:
+    """Called by a game as it starts: the moves its structure plans (no-op without a reporter)."""
+    progress = _MOVES.get()
+    if progress is not None:
+        progress.expect(moves)
+
+
+def count_move() -> None:
+    """Called by the player interface for every move answered (no-op without a reporter)."""
+    progress = _MOVES.get()
+    if progress is not None:
+        progress.moved()

@@ -40,6 +40,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from pipeline.core.artifacts.io import content_id, write_json_atomic
+from pipeline.core.artifacts.progress import not_counting_moves
 from pipeline.core.models.budget import budget_message
 from pipeline.core.models.errors import BudgetExceeded, GatewayError
 from pipeline.core.models.gateway import Gateway, choice_logprobs
@@ -78,7 +79,8 @@ async def run_job_async(make: Callable[[Gateway], Awaitable[T]], gateway: Gatewa
     tried: set[str] = set()
     for _ in range(settings.max_passes):
         probe = ProbeGateway(gateway.models, cache_dir=gateway.cache.root, job=gateway.log.job)
-        with contextlib.redirect_stderr(io.StringIO()):  # the job's notes on placeholder replies
+        # the job's notes on placeholder replies, and its moves (the job's progress line counts the last pass)
+        with contextlib.redirect_stderr(io.StringIO()), not_counting_moves():
             await make(probe)
         waiting: dict[str, list[ProbedRequest]] = {}
         for request in probe.requests:

@@ -2,7 +2,8 @@
 
 Games talk to every player through `Player.act(MoveRequest) -> Reply`, so a game never needs a
 special case for bots. A request carries the chat messages a model sees and, for bots, the list of
-valid moves and a structured view of the game state (`state`), which models never see.
+valid moves and a structured view of the game state (`state`), which models never see. Every move
+answered is counted for the job's progress line (pipeline.core.artifacts.progress; stderr only).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.artifacts.io import content_id, seed_from
+from pipeline.core.artifacts.progress import count_move
 from pipeline.core.models.gateway import Gateway, Message, TokenLogprob
 from pipeline.core.models.roster import ModelsParams, RosterEntry
 
@@ -96,6 +98,7 @@ class ModelPlayer(Player):
             kind=request.kind,
             benchmark=self.game,
         )
+        count_move()
         return Reply(
             player=self.name,
             text=completion.text,
@@ -167,6 +170,7 @@ class BotPlayer(Player):
         move = self.policy(request, random.Random(self.seed_for(request)))
         elapsed = time.monotonic() - started
         self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), elapsed)
+        count_move()
         if isinstance(move, BotReply):
             logprobs = move.logprobs if request.top_logprobs else None
             return Reply(player=self.name, text=move.text, logprobs=logprobs, latency_s=elapsed)

@@ -31,11 +31,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 from pipeline.core.artifacts.io import content_id, write_json_atomic
+from pipeline.core.artifacts.progress import reporting_moves
 from pipeline.core.models.concurrency import gather_moves
 from pipeline.core.models.roster import ModelsParams
 
@@ -152,9 +154,12 @@ def run_shard(
     marker: str | Path | None,
     say: Callable[[str], None],
     unit: str = "game",
+    moves: Callable[[Game], int] | None = None,
 ) -> int:
     """A shard job end to end: play, report each game, write the marker (if one is named) when all are done.
-    Returns the process exit status (1 when a game failed). `unit` names a game in the log lines."""
+    Returns the process exit status (1 when a game failed). `unit` names a game in the log lines;
+    `moves`, the moves a game's structure plans: the shard's progress line counts them all from the start
+    (pipeline.core.artifacts.progress), however its games' turns interleave on the loop."""
     total = len(games)
     finished = 0
 
@@ -164,10 +169,13 @@ def run_shard(
         say(f"{unit} {game_id} {'finished' if ok else 'FAILED'} ({finished} of {total - len(skipped)} to play)")
 
     skipped = [g.game_id for g in games if is_done(g.game_id)]
+    planned = None if moves is None else sum(moves(g.spec) for g in games if g.game_id not in skipped)
     say(
         f"shard of {total} {unit}(s): {len(skipped)} already done, playing {total - len(skipped)}, up to {at_once} at once"
+        + ("" if planned is None else f"; {planned} moves planned")
     )
-    outcome = asyncio.run(play_shard(games, play, is_done, at_once=at_once, on_game_end=on_game_end))
+    with reporting_moves(say, planned=planned) if planned is not None else nullcontext():
+        outcome = asyncio.run(play_shard(games, play, is_done, at_once=at_once, on_game_end=on_game_end))
     if not outcome.ok:
         say(f"error: {failure_message(outcome, unit)}")
         return 1

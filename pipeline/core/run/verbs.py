@@ -111,6 +111,19 @@ def _handler(verb: Verb) -> Handler:
     return handle
 
 
+def _play_handler(verb: Verb) -> Handler:
+    """`play` with the job's progress on stderr: moves done of those its games plan, and the time left
+    (pipeline.core.artifacts.progress; the games declare their moves, the players count them)."""
+
+    def handle(args: argparse.Namespace) -> int:
+        from pipeline.core.artifacts.progress import reporting_moves  # imports polars: not while parsing
+
+        with reporting_moves(say):
+            return int(verb.run(VerbCall.of(args)) or 0)
+
+    return handle
+
+
 class DeclaresVerbs(Protocol):
     """What `add_benchmark` reads of a declaration (core.run.registry.Benchmark), so that the verbs
     need not import the registry that imports them."""
@@ -138,7 +151,7 @@ def add_benchmark(commands: argparse._SubParsersAction, bench: DeclaresVerbs) ->
             parser = cli.schedule(_handler(verb), verb.help or "list every scheduled job, its id first")
         elif name == "play":
             parser = cli.play(
-                _handler(verb),
+                _play_handler(verb),
                 verb.help,
                 out=verb.out,
                 out_help=verb.out_help or "the folder the jobs write into",
