@@ -50,7 +50,8 @@ rule all:
 # The run plan (pipeline/core/run): before the first job, the scheduled games for the progress line
 # (pipeline.core.artifacts.progress), and what this run's jobs will call and cost;
 # a plan over gateway.budget_usd stops the run here, before any model request. After a
-# successful run, the plan is set against what was spent (results/plan/compare.json).
+# successful run, the plan is set against what was spent (results/plan/compare.json), and what the
+# run's benchmarks ran with is recorded (results/plan/ran_with.json: the next plan's "new job: ...").
 onstart:
     from pipeline.core.run.plan_guard import before_run
 
@@ -60,4 +61,4 @@ onstart:
 onsuccess:
     from pipeline.core.run.plan_guard import after_run
 
-    after_run()
+    after_run(workflow=workflow, params_dir=PARAMS_DIR)

@@ -2,12 +2,11 @@
 # `rate` (every scheduled log into tables, multi-pass TrueSkill and metrics.json) and `report` (plots).
 # The files `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive on, the
 # scheduled games are those of the round files in results/elimination/rounds (pipeline/elimination/schedule.py).
-import json as _elimination_json
-
 from pipeline.core.artifacts.params import ParamsError as _EliminationParamsError
 from pipeline.core.artifacts.progress import announce_games as _elimination_announce
 from pipeline.core.run.shards import jobs_for_games as _elimination_jobs
 from pipeline.core.run.workflow import code_fingerprint as _elimination_code
+from pipeline.core.run.workflow import setting_items as _elimination_settings
 from pipeline.elimination.benchmark import BENCHMARK as ELIMINATION
 from pipeline.elimination.config import load_elimination_params as _elimination_params
 from pipeline.elimination.schedule import schedule_from_files as _elimination_schedule
@@ -18,13 +17,11 @@ ELIMINATION_PARAMS = f"{PARAMS_DIR}/elimination.yaml"  # PARAMS_DIR: the Snakefi
 ELIMINATION_MODELS = f"{PARAMS_DIR}/models.yaml"
 try:
     ELIMINATION_GAMES = {g.game_id: g for g in _elimination_schedule(ELIMINATION_PARAMS, ELIMINATION_MODELS)}
-    ELIMINATION_RATING = _elimination_json.dumps(
-        _elimination_params(ELIMINATION_PARAMS).rating.model_dump(), sort_keys=True
-    )
+    ELIMINATION_RATING = _elimination_params(ELIMINATION_PARAMS).rating.model_dump(mode="json")
 except _EliminationParamsError as _exc:
     # the names of valid params that resolve to nothing (the Snakefile stopped on invalid ones): other
     # benchmarks' targets still work; building the DAG of this benchmark's stops with the problem (the guard)
-    ELIMINATION_GAMES, ELIMINATION_RATING = {}, ""
+    ELIMINATION_GAMES, ELIMINATION_RATING = {}, {}
     PARAMS_PROBLEMS.setdefault("elimination", str(_exc))
 # API games, and apart from them the embedded model's games, are played many per job by shard jobs
 # (pipeline/core/run/shards.py); bot-only games one job each
@@ -98,10 +95,11 @@ rule elimination_rate:
     conda:
         PIPELINE_ENV
     params:
-        rating=ELIMINATION_RATING,
+        # one value a field, and one a scheduled game (the shards' included: the rate job reads them
+        # all), so that a rerun's reason names the field or the games that changed
+        *_elimination_settings({"rating": ELIMINATION_RATING}),
+        *(("game", game_id) for game_id in sorted(ELIMINATION_GAMES)),
         code=ELIMINATION_RATE_CODE,
-        # every scheduled game, the shards' included: the rate job reads them all
-        games=sorted(ELIMINATION_GAMES),
     shell:
         f"python -m pipeline elimination rate --params {{input.params}} --models {ELIMINATION_MODELS} "
         "--games results/elimination/games --out results/elimination 2> {log}"

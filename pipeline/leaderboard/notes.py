@@ -83,11 +83,24 @@ def code_changes(repo: Repo, since: str) -> dict[str, int]:
 
 
 def release_record(
-    repo: Repo, previous: Version | None, current: Version, params_dir: str, benchmarks: list[str]
+    repo: Repo,
+    previous: Version | None,
+    current: Version,
+    params_dir: str,
+    benchmarks: list[str],
+    *,
+    previous_tag: str | None = None,
+    bumped_from: str | None = None,
 ) -> dict[str, Any]:
-    """The record of the version being published (`current`) against the previous tag's."""
+    """The record of the version being published (`current`) against the previous tag's.
+
+    `previous_tag`: the previous tag even when its leaderboard could not be read (`previous` None:
+    the record names it, without a comparison); `bumped_from`: the params' version that `--bump` raised."""
     version = str(current.stamp["leaderboard_version"])
-    previous_version = str(previous.stamp.get("leaderboard_version")) if previous is not None else None
+    if previous is not None:
+        previous_version: str | None = str(previous.stamp.get("leaderboard_version"))
+    else:
+        previous_version = previous_tag[len(TAG_PREFIX) :] if previous_tag else None
     kind = bump_kind(previous_version, version)
     record: dict[str, Any] = {
         "version": version,
@@ -96,9 +109,11 @@ def release_record(
         "inputs_id": current.stamp.get("inputs_id"),
         "models": len(current.board),
         "benchmarks": benchmarks,
-        "previous": previous.label if previous is not None else None,
+        "previous": previous.label if previous is not None else previous_tag,
         "previous_version": previous_version,
         "bump": kind,
+        "bumped_from": bumped_from,
+        "compared": previous is not None,
         "comparable": kind != "major",
         "models_added": [],
         "models_removed": [],
@@ -112,6 +127,8 @@ def release_record(
         "score_changes": [],
     }
     if previous is None:
+        if previous_tag:
+            record["warnings"].append(f"no comparison with {previous_tag}: its leaderboard files could not be read")
         return record
     diff = compute_diff(previous, current)
     before = [str(b) for b in previous.stamp.get("benchmarks", [])]
@@ -149,15 +166,26 @@ def release_record(
 
 
 def bump_sentence(record: dict[str, Any]) -> str:
+    raised = record.get("bumped_from")  # records written before it was kept have no such key
     if record["bump"] == "first":
+        if raised:
+            return (
+                f"First published version; --bump {bump_kind(raised, record['version'])} raised the version from "
+                f"{raised} to {record['version']}: no earlier version was published."
+            )
         return "First published version."
     previous = f"v{record['previous_version']}"
+    # the params said another number than the previous tag's (a version bumped by hand in between)
+    bumped = raised and raised != record["previous_version"]
+    also = f" (--bump raised the version from {raised} to {record['version']})" if bumped else ""
     if record["bump"] == "major":
         return (
-            f"MAJOR version after {previous}: rules, prompts or scoring changed; ratings are not "
+            f"MAJOR version after {previous}{also}: rules, prompts or scoring changed; ratings are not "
             f"comparable with {previous}."
         )
-    return f"Minor version after {previous}: same rules, more games or models; ratings comparable with {previous}."
+    return (
+        f"Minor version after {previous}{also}: same rules, more games or models; ratings comparable with {previous}."
+    )
 
 
 def named(items: list[dict[str, Any]]) -> str:
@@ -173,8 +201,8 @@ def record_lines(record: dict[str, Any]) -> list[str]:
         f"({', '.join(record['benchmarks']) or 'none'}) · inputs {record.get('inputs_id')}.",
         bump_sentence(record),
     ]
-    if record["bump"] == "first":
-        return lines
+    if record["bump"] == "first" or record.get("compared") is False:  # nothing to compare with
+        return lines + [f"- Warning: {w}" for w in record["warnings"]]
     lines.append(f"- Models added: {named(record['models_added'])}")
     lines.append(f"- Models removed: {named(record['models_removed'])}")
     changes = "; ".join(f"{c['ranking']}: {c['model']} {c['rank_a']} → {c['rank_b']}" for c in record["rank_changes"])

@@ -246,6 +246,7 @@ def publish_version(options: PublishOptions) -> Published:
     tags = repo.leaderboard_tags()
     previous = repo.previous_tag(tags)
     version = choose_version(tags, params.version, options.bump, previous)
+    bumped_from = params.version if version != params.version else None
     if version != params.version:
         write_version_bump(params_path, version)
         relative = params_path.resolve().relative_to(root.resolve()).as_posix()
@@ -262,6 +263,8 @@ def publish_version(options: PublishOptions) -> Published:
         current,
         params_dir.resolve().relative_to(root.resolve()).as_posix(),
         built.benchmarks,
+        previous_tag=previous,
+        bumped_from=bumped_from,
     )
     records = with_release(load_releases(out), record)
     write_json_atomic(out / RELEASES_FILE, records)

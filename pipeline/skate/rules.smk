@@ -6,6 +6,8 @@
 # adaptive rounds' files in results/skate/rounds (round-NNN.json; pipeline/skate/schedule.py).
 from pathlib import Path
 
+from pipeline.core.run import setting_items
+
 # The files `rate`, `report` and the analyses write are declared once, in benchmark.py (skate.outputs).
 from pipeline.skate.workflow import (
     SkateWorkflow,
@@ -100,8 +102,8 @@ rule skate_rate:
     conda:
         PIPELINE_ENV
     params:
+        *setting_items(SKATE.settings),  # one value a field: a rerun's reason names the field
         args=SKATE_ARGS,
-        settings=SKATE.settings,
     shell:
         "python -m pipeline skate rate {params.args} 2> {log}"
 
@@ -117,8 +119,8 @@ rule skate_report:
     conda:
         PIPELINE_ENV
     params:
+        *setting_items(SKATE.settings),
         args=SKATE_ARGS,
-        settings=SKATE.settings,
     shell:
         "python -m pipeline skate report {params.args} 2> {log}"
 
@@ -137,8 +139,8 @@ rule skate_analyses:
     conda:
         PIPELINE_ENV
     params:
+        *setting_items(SKATE.settings),
         args=SKATE_ARGS,
-        settings=SKATE.settings,
     shell:
         "python -m pipeline skate analyse {params.args} 2> {log}"
 
@@ -153,9 +155,9 @@ rule skate_strategy_game:
     conda:
         PIPELINE_ENV
     params:
+        *setting_items(SKATE.game_settings),
         args=SKATE_INPUTS,
         folder=lambda wildcards, output: str(Path(output[0]).parent),
-        settings=SKATE.game_settings,
     shell:
         "python -m pipeline skate play-game --strategy {wildcards.strategy} {params.args} "
         "--out {params.folder} 2> {log}"
@@ -172,8 +174,8 @@ rule skate_strategies:
     conda:
         PIPELINE_ENV
     params:
+        *setting_items(SKATE.settings),
         args=SKATE_ARGS,
-        settings=SKATE.settings,
     shell:
         "python -m pipeline skate compare-strategies {params.args} 2> {log}"
 

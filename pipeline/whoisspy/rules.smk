@@ -7,6 +7,7 @@
 # scheduled games are those of the round files in results/whoisspy/rounds (pipeline/whoisspy/schedule.py).
 from pipeline.core.artifacts.progress import announce_games
 from pipeline.core.run import jobs_for_games
+from pipeline.core.run import setting_items
 from pipeline.whoisspy.benchmark import BENCHMARK as WHOISSPY
 from pipeline.whoisspy.workflow import rate_settings, report_code_fingerprint, scheduled_seats
 
@@ -71,7 +72,8 @@ rule whoisspy_rate:
     conda:
         PIPELINE_ENV
     params:
-        settings=rate_settings(WHOISSPY_PARAMS),
+        # one value a field: a rerun's reason names the field that changed
+        *setting_items(rate_settings(WHOISSPY_PARAMS)),
     shell:
         f"python -m pipeline whoisspy rate --params {{input.params}} --models {WHOISSPY_MODELS} "
         "--games results/whoisspy/games --out results/whoisspy 2> {log}"

@@ -123,6 +123,29 @@ def test_versions_follow_each_other_and_a_taken_number_is_refused(
     assert "Built from commit" in git(project, "tag", "-n20", "--list", "leaderboard-v2.0")
 
 
+def test_a_first_publish_that_bumps_says_what_the_version_was(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: `publish --no-push --bump minor` on a project never published printed "version 1.0 ->
+    1.1" and then "First published version." as if nothing had been there before."""
+    assert publish("--no-push", "--bump", "minor") == 0
+    out = capsys.readouterr()
+    assert "version 1.0 -> 1.1" in out.err
+    said = "First published version; --bump minor raised the version from 1.0 to 1.1"
+    assert said in out.out
+    record = json.loads((project / "results" / "leaderboard" / "releases.json").read_text())[0]
+    assert (record["bump"], record["bumped_from"], record["previous"]) == ("first", "1.0", None)
+    assert said in (project / "results" / "leaderboard" / "CHANGELOG.md").read_text()
+
+    # the next bump names the version it follows, as before
+    (project / "pipeline" / "whoisspy" / "rules.py").write_text("RULES = 2\n")
+    git(project, "commit", "-qam", "whoisspy scoring")
+    assert publish("--no-push", "--bump", "minor") == 0
+    out = capsys.readouterr().out
+    assert "published leaderboard-v1.2" in out and "Minor version after v1.1:" in out
+    assert "First published" not in out
+
+
 def test_a_dirty_tree_is_refused_naming_the_files(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     head = git(project, "rev-parse", "HEAD")
     (project / "params" / "leaderboard.yaml").write_text(

@@ -1,7 +1,7 @@
 """Run: how benchmarks become a workflow. The registry of benchmark declarations (`registry`), the
 shared command-line verbs (`verbs`), what the Snakefile sets up (`workflow`), many games per job
 (`shards`), Snakemake launched safely (`launch`), and the run plan: jobs and their cost before a run
-(`plan`, `estimates`, `plan_estimators`, `plan_guard`, `plan_cli`).
+(`plan`, `estimates`, `plan_estimators`, `plan_guard`, `plan_cli`; `replays`: what changed for a new job).
 
 The names below are the public API, imported on first use (SPEC 1 lazy loading): importing
 the package costs nothing until a name is used."""
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pipeline.core.run.registry import Benchmark, benchmark, benchmarks, names
     from pipeline.core.run.shards import ShardGame, game_done, jobs_for_games, plan_shards, run_shard
     from pipeline.core.run.verbs import BenchmarkCommands, job_ids, say
-    from pipeline.core.run.workflow import code_fingerprint
+    from pipeline.core.run.workflow import code_fingerprint, setting_items
 
 _EXPORTS = {
     "PlanContext": "estimates",
@@ -42,6 +42,7 @@ _EXPORTS = {
     "job_ids": "verbs",
     "say": "verbs",
     "code_fingerprint": "workflow",
+    "setting_items": "workflow",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "run_shard",
     "say",
     "seat_estimates",
+    "setting_items",
     "shard_estimates",
     "summed",
 ]

@@ -4,6 +4,12 @@ Each benchmark's stage (its deps, the outputs it declares, its metrics) and the 
 deps (every benchmark's metrics.json and the files its replays read) come from the declarations in
 `pipeline/<name>/benchmark.py`, so a new benchmark never edits dvc.yaml by hand: `--write` adds its
 stage, `--check` (run by the tests) fails naming the first line that differs.
+
+Metrics files live in git (`cache: false`). DVC removes a stage's outputs before it runs the stage's
+command, unless they are `persist`: a run that then stops on bad params would have deleted a tracked
+file. So the metrics persist too, and `python -m pipeline run`, started by DVC (`DVC_STAGE` set),
+removes its stage's metrics itself once the params check passed (`stage_metrics`): Snakemake then
+rebuilds them as after DVC's own removal, and `dvc repro -f` still re-derives the stage.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ HEADER = """\
 # params/models.yaml (parallel.jobs; default: the machine's CPUs), resume after a crash without a
 # manual --unlock; the other shared flags live in the workflow profile profiles/default. Snakemake
 # reruns only the jobs whose code, params or inputs changed; outs are persistent so DVC never
-# deletes what Snakemake fills incrementally. Metrics live in git (cache: false).
+# deletes what Snakemake fills incrementally. Metrics live in git (cache: false) and persist too: DVC
+# removes a stage's other outputs before its command runs, so bad params would delete a tracked file;
+# the command removes them itself once the params check passed (dvc_yaml.py's stage_metrics).
 # Rendered from the benchmark registry: `python -m pipeline dvc-yaml --write` (tests run --check).
 # A cluster: export SNAKEMAKE_PROFILE=profiles/slurm (docs/cluster.md).
 stages:
@@ -47,6 +55,7 @@ stages:
     metrics:
       - results/roster/metrics.json:
           cache: false
+          persist: true
 """
 
 LEADERBOARD_OUTS = """\
@@ -65,8 +74,10 @@ LEADERBOARD_OUTS = """\
     metrics:
       - results/leaderboard/leaderboard.json:
           cache: false
+          persist: true
       - results/leaderboard/calibration.json:
           cache: false
+          persist: true
 # `dvc plots diff REV_A REV_B` draws the combined score of each leaderboard version side by side
 plots:
   - results/leaderboard/combined.csv:
@@ -88,7 +99,7 @@ def benchmark_stage(bench: Benchmark) -> list[str]:
     lines.append("    outs:")
     for out in bench.outputs:
         lines += [f"      - {bench.results}/{out}:", "          persist: true"]
-    lines += ["    metrics:", f"      - {bench.metrics}:", "          cache: false"]
+    lines += ["    metrics:", f"      - {bench.metrics}:", "          cache: false", "          persist: true"]
     return lines
 
 
@@ -113,6 +124,25 @@ def render(benches: Sequence[Benchmark] | None = None) -> str:
         benches = benchmarks()
     lines = [line for bench in benches for line in benchmark_stage(bench)] + leaderboard_stage(benches)
     return HEADER + "\n".join(lines) + "\n" + LEADERBOARD_OUTS
+
+
+def stage_metrics(stage: str, root: Path = Path(".")) -> list[Path]:
+    """The metrics files that dvc.yaml's `stage` (DVC_STAGE: `name`, or `path/dvc.yaml:name`) keeps
+    with `persist` only so that its command can check the params before they go (the module's doc)."""
+    import yaml
+
+    file, _, name = stage.rpartition(":")
+    path = root / (file or DVC_YAML)
+    try:
+        declared = yaml.safe_load(path.read_text(encoding="utf-8"))["stages"][name]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return []
+    found = []
+    for item in declared.get("metrics") or []:
+        for out, settings in item.items() if isinstance(item, dict) else []:
+            if (settings or {}).get("persist") is True:
+                found.append(path.parent / out)
+    return found
 
 
 def difference(current: str, rendered: str, path: str = DVC_YAML) -> str:

@@ -10,6 +10,9 @@
   When a run is alive it refuses, naming its process id: two runs never write the same files.
 - While Snakemake runs, it prints the stage's progress (pipeline.core.artifacts.progress) when stderr is a
   terminal.
+- Run by a DVC stage (DVC sets DVC_STAGE), it removes the stage's metrics files once the params
+  check passed: dvc.yaml keeps them `persist` so that bad params delete no git-tracked file
+  (pipeline/core/run/dvc_yaml.py), and Snakemake rebuilds them as after DVC's own removal.
 - `--params DIR` (or PIPELINE_PARAMS=DIR) reads every params file from DIR instead of params/ (e.g.
   params/paper): Snakemake gets `--config params=DIR` (the Snakefile's PARAMS_DIR).
 - Adaptive schedules (pipeline.core.run.rounds): when a target needs a benchmark whose params turn
@@ -36,9 +39,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.core.artifacts.progress import PROGRESS_ENV, stage_progress
+from pipeline.core.run.dvc_yaml import stage_metrics
 from pipeline.core.run.workflow import DEFAULT_PARAMS, check_chosen_params_dir, params_config, params_dir
 
 LOCK_NAME = "pipeline-run.lock"
+DVC_STAGE = "DVC_STAGE"  # set by DVC for a stage's command: the stage's name
 # arguments after which Snakemake runs nothing, so no lock is involved
 _HARMLESS = {"-n", "--dry-run", "--dryrun", "--unlock", "--list", "-l", "--summary", "-S", "--lint"}
 _JOB_FLAGS = {"--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile"}
@@ -187,6 +192,9 @@ def run_snakemake(
     fd = take_run_lock(root)
     try:
         clear_stale_lock(root, targets, say, workflow)
+        if os.environ.get(DVC_STAGE) and not _HARMLESS.intersection(extra):
+            for metrics in stage_metrics(os.environ[DVC_STAGE], root):
+                metrics.unlink(missing_ok=True)  # the params are good: what DVC would have removed
         # the shared flags (rerun triggers, --rerun-incomplete) come from the workflow profile
         # profiles/default, which Snakemake loads by itself
         jobs = (

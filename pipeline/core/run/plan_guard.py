@@ -42,11 +42,15 @@ def plan_jobs(
     params_dir: str = DEFAULT_PARAMS,
 ) -> Plan:
     """The plan of `jobs`, estimated from the params of `params_dir` (the roster: its models.yaml,
-    unless `models_path` names another)."""
+    unless `models_path` names another); a new job says what changed since its benchmark last ran
+    (pipeline.core.run.replays)."""
+    from pipeline.core.run.replays import explain_new_jobs
+
     models_path = models_path or f"{params_dir}/models.yaml"
     models = load_models(Path(root) / models_path)
     context = PlanContext(Path(root), models, models_path, params_dir=params_dir)
-    return make_plan(targets, estimate_jobs(jobs, context), models, root=root)
+    estimates = explain_new_jobs(estimate_jobs(jobs, context), root=root, params_dir=params_dir)
+    return make_plan(targets, estimates, models, root=root)
 
 
 def plan_targets(
@@ -128,8 +132,14 @@ def before_run(workflow: Any, out: str = DEFAULT_OUT, params_dir: str = DEFAULT_
         raise PlanOverBudget(what_to_cut(plan))
 
 
-def after_run(out: str = DEFAULT_OUT) -> str | None:
-    """Snakemake's onsuccess: the plan against what the run spent (calls, tokens, cost)."""
+def after_run(out: str = DEFAULT_OUT, *, workflow: Any = None, params_dir: str = DEFAULT_PARAMS) -> str | None:
+    """Snakemake's onsuccess (`workflow` given): record what the run's benchmarks ran with (for the next
+    plan's "new job: what changed", pipeline.core.run.replays), then the plan against what the run
+    spent (calls, tokens, cost)."""
+    if workflow is not None:
+        from pipeline.core.run.replays import record_run
+
+        record_run(sorted(workflow.dag_settings.targets or []), params_dir=params_dir, out=out)
     try:
         saved = load_plan_json(out)
     except Exception:  # noqa: BLE001 - a run without a plan has nothing to compare
@@ -137,9 +147,13 @@ def after_run(out: str = DEFAULT_OUT) -> str | None:
     table = compare(saved)
     write_json_atomic(Path(out) / "compare.json", {"plan_created": saved["created"], "rows": table.to_dicts()})
     if saved.get("cache_dir"):  # the jobs this run finished settled their journals: what is left, now
+        import polars as pl
+
         from pipeline.core.models.journal import unfinished_calls
 
-        save_unfinished(unfinished_calls(saved["cache_dir"]), out)
+        others = saved.get("not_planned", {}).get("job_names", [])  # not this run's: kept out, as in the plan
+        left = unfinished_calls(saved["cache_dir"])
+        save_unfinished(left.filter(~pl.col("job").is_in(others)) if others else left, out)
     text = render_compare(table)
     print(f"run plan against spend:\n{text}", file=sys.stderr)
     return text

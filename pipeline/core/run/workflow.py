@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -286,6 +286,31 @@ def copy_workflow(source: Path, into: Path, names: tuple[str, ...] = WORKFLOW_FI
         elif src.exists():
             shutil.copy2(src, into / name)
     return into
+
+
+def fields(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested value as its fields: dotted keys (`rating.passes`), a list of named entries (the
+    roster) by name (`roster[gpt-5].sampling.temperature`), other lists and empty mappings whole."""
+    if isinstance(value, Mapping) and value:
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(fields(item, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) and "name" in v for v in value):
+        return {k: v for entry in value for k, v in fields(entry, f"{prefix}[{entry['name']}]").items()}
+    return {prefix: value}
+
+
+def setting_items(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """`settings` as a rule's `params:` (`*setting_items(SETTINGS)`): one (field, value) pair a value
+    (`fields`; lists as tuples).
+
+    Snakemake compares a job's params as a set and its rerun reason prints the ones that differ
+    ("Params have changed ... before: X now: Y"): a whole settings dict as one param is printed whole,
+    twice; one pair a field prints the fields that changed, and a change of any field still reruns the
+    job. Pairs, not "field=value" strings: Snakemake would read a string's `{...}` as a wildcard."""
+    found = fields(settings) if settings else {}
+    return [(key, tuple(value) if isinstance(value, list) else value) for key, value in sorted(found.items())]
 
 
 def code_fingerprint(package: str, modules: Sequence[str]) -> str:

@@ -323,3 +323,50 @@ def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
             assert compared[model]["planned_calls"] == calls_left
             assert abs(compared[model]["spent_calls"] - calls_left) <= calls_left // 2
     assert not (project / "results/plan/unfinished_calls.parquet").exists()  # every attempt in its game's table
+
+
+@pytest.mark.slow  # Snakemake's real dry runs
+def test_a_game_removed_from_the_schedule_is_no_unfinished_job_of_the_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: the plan kept listing a killed game's attempts as "unfinished jobs" after the game
+    left the schedule. They are journals of a job this run does not plan: said apart, with how to
+    clear them, and out of the count and of unfinished_calls.parquet."""
+    from pipeline.cli import main
+    from pipeline.core.models.journal import journal_path
+    from pipeline.core.models.roster import load_models
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import build_schedule
+
+    whoisspy = {
+        "players": ["mock-a", "mock-b"],
+        "fill": ["heuristic-bot", "random-bot"],
+        "games_per_role": 1,
+        "variants": ["baseline"],
+        "rules": {"time_limit_s": 600},
+    }
+    project = make_project(tmp_path / "p", roster=MOCK_ROSTER, whoisspy=whoisspy, parallel={"games_per_job": 64})
+    models = load_models(project / "params/models.yaml")
+    games = build_schedule(load_whoisspy(project / "params/whoisspy.yaml"), models)
+    killed = next(g for g in games if g.focal == "mock-b")  # a game of mock-b's, killed after one request
+    gateway = Gateway(models, job=f"whoisspy/{killed.game_id}", root=project)
+    gateway.complete_sync(models.entry("mock-b"), [{"role": "user", "content": "Describe your word"}])
+    journal = journal_path(models.gateway.cache_dir, f"whoisspy/{killed.game_id}")
+    assert journal is not None and (project / journal).is_file()
+
+    monkeypatch.chdir(project)
+    capsys.readouterr()
+    assert main(["plan", "whoisspy_all", "--json"]) == 0  # still scheduled: the shard job will finish it
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["unfinished"]["attempts"] == 1 and not plan.get("not_planned", {}).get("attempts")
+
+    write_yaml(project / "params/whoisspy.yaml", {**whoisspy, "players": ["mock-a"]})  # mock-b's games are gone
+    assert killed.game_id not in {g.game_id for g in build_schedule(load_whoisspy("params/whoisspy.yaml"), models)}
+    assert main(["plan", "whoisspy_all"]) == 0
+    out = capsys.readouterr().out
+    assert "unfinished jobs" not in out
+    assert "journals of 1 job(s) this run does not plan (a game removed from the schedule" in out
+    assert f"clear them: rm {journal}" in out
+    plan = json.loads((project / "results/plan/plan.json").read_text())
+    assert plan["unfinished"]["attempts"] == 0 and plan["not_planned"]["journals"] == [str(journal)]
+    assert not (project / "results/plan/unfinished_calls.parquet").exists()

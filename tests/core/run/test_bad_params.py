@@ -6,6 +6,7 @@ count out of range, an unknown key or a path with nothing to read makes `python 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import typing
@@ -184,6 +185,44 @@ def test_dvc_repro_fails_on_a_bad_params_file(tmp_path: Path) -> None:
     assert done.returncode != 0
     output = done.stdout + done.stderr
     assert "params/elimination.yaml" in output and "(got 'eight')" in output and "fix: set seats" in output
+
+
+PLAYERS = "players: [smollm2-135m, graded-90, graded-50, graded-10]"
+# (how the line of params/whoisspy.yaml is broken, what the error must say: file, field and fix)
+TRACKED_CASES = {
+    "unknown-player": (
+        PLAYERS.replace("smollm2-135m", "smollm2-315m"),
+        ["params/whoisspy.yaml: players[0]: 'smollm2-315m'", "did you mean 'smollm2-135m'?", "add an entry named"],
+    ),
+    "unclosed-bracket": (
+        PLAYERS.removesuffix("]"),
+        ["params/whoisspy.yaml: not valid YAML", "a flow sequence that opened at line 6", "a bracket not closed?"],
+    ),
+}
+
+
+@pytest.mark.slow  # dvc's own start-up takes seconds
+@pytest.mark.parametrize("case", list(TRACKED_CASES))
+def test_dvc_repro_on_bad_params_keeps_the_git_tracked_metrics(case: str, tmp_path: Path) -> None:
+    """DVC removes a stage's outputs before its command runs: the metrics files (git-tracked, `cache:
+    false`) are `persist` so that DVC keeps them, and the stage command removes them itself only once
+    the params are good (issue 45)."""
+    line, expected = TRACKED_CASES[case]
+    project = copy_workflow(REPO, tmp_path / "project")
+    metrics = project / "results" / "whoisspy" / "metrics.json"
+    metrics.parent.mkdir(parents=True)
+    shutil.copy2(REPO / "results" / "whoisspy" / "metrics.json", metrics)
+    params = project / "params" / "whoisspy.yaml"
+    assert PLAYERS in params.read_text()
+    params.write_text(params.read_text().replace(PLAYERS, line))
+    assert run(project, "git", "init", "-q").returncode == 0
+    assert run(project, str(BIN / "dvc"), "init", "-q").returncode == 0
+    done = run(project, str(BIN / "dvc"), "repro", "whoisspy")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    for text in expected:
+        assert text in output, f"{text!r} not in:\n{output}"
+    assert metrics.read_bytes() == (REPO / "results" / "whoisspy" / "metrics.json").read_bytes()
 
 
 def test_a_missing_params_directory_stops_plan_and_run(
