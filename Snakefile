@@ -8,7 +8,13 @@ import os
 
 from pipeline.core.run.registry import STANDARD_RULES
 from pipeline.core.run.registry import benchmarks as registered_benchmarks
-from pipeline.core.run.workflow import check_chosen_params_dir, interpreter_on_path, params_dir, params_guard
+from pipeline.core.run.workflow import (
+    check_chosen_params_dir,
+    freeze_sightings,
+    interpreter_on_path,
+    params_dir,
+    params_guard,
+)
 
 # rules call `python -m pipeline ...`: the interpreter running Snakemake (the project's venv),
 # whatever `python` on PATH was; with --sdm conda, each job's conda environment instead
@@ -24,6 +30,8 @@ PARAMS_DIR = params_dir(config.get("params"))
 # value and fix. Names that resolve to nothing (a player not in the roster) stop the targets of their
 # benchmark while building the DAG (each rules.smk's params_guard); the other benchmarks still run.
 PARAMS_PROBLEMS = check_chosen_params_dir(PARAMS_DIR, benchmarks=BENCHMARKS)
+# models seen reasoning in their replies, as they stand now, for every job of this run (none changes mid-run)
+freeze_sightings(PARAMS_DIR)
 
 
 include: "pipeline/roster/rules.smk"

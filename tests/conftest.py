@@ -24,6 +24,7 @@ import litellm
 import pytest
 import yaml
 
+from pipeline.core.models.reasoning_seen import SNAPSHOT_ENV as SIGHTINGS_VARIABLE
 from pipeline.core.models.roster import ModelsParams
 from pipeline.forkserver import ADDRESS_VARIABLE as FORK_SERVER_VARIABLE
 from pipeline.forkserver import ForkServer
@@ -81,6 +82,13 @@ def fork_server(request: pytest.FixtureRequest) -> Iterator[ForkServer | None]:
     finally:
         os.environ.pop(FORK_SERVER_VARIABLE, None)
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_frozen_sightings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Snakefile parsed inside the test process freezes the reasoning sightings into its environment
+    (pipeline.core.models.reasoning_seen): gone after each test, so no later test's jobs inherit it."""
+    monkeypatch.delenv(SIGHTINGS_VARIABLE, raising=False)
 
 
 def models_params(roster: list[dict[str, Any]], **extra: Any) -> ModelsParams:

@@ -13,9 +13,12 @@ jury. A round with k seats still in asks
 - at most one tie: the tied seats speak, the others re-vote (each re-asked once at most); the
   most calls a tie can take is 2 tied statements and 2 (k - 2) re-vote tries.
 
-Those counts (an upper bound of the game's requests: every vote re-asked, a tie in every round)
-are shared evenly over the n seats, since a seat is in a round with k seats still in with
-probability k / n. Each move's prompt is built by the game's own prompt code from a made-up
+The expectation before a model's first game plays each move once (no vote re-asked, no tie: those
+are the exceptions; counting them in every round, as the bound does, expected up to twice what
+seats spent in test games), shared evenly over the n seats, since a seat is in a round with k seats still in with
+probability k / n. The bound is one seat's most: a
+seat in every round (each move once, a vote and a re-vote re-asked once, a tie's statement and
+re-vote both counted) and then the jury's vote re-asked or a plea. Each move's prompt is built by the game's own prompt code from a made-up
 history whose every message is at its word limit (the history window `history_rounds` applies),
 and its reply is counted as the seat's roster entry spends it (`planned_reply_tokens`): the
 message at its word limit within its visible budget, plus a reasoning model's whole allowance.
@@ -42,7 +45,8 @@ def _said(words: int) -> str:
 
 def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
     """(the moves of every seat, the memory notes of a seat keeping memory) in one game under
-    `params` (EliminationParams), per seat: calls are the game's upper bound shared over its seats."""
+    `params` (EliminationParams), per seat: calls are the game's expected requests (each move once, no
+    re-ask, no tie) shared over its seats; `most` is one seat's most of each."""
     from pipeline.core.models import prompt_tokens
     from pipeline.elimination import prompts
     from pipeline.elimination.prompts import PrivateLine, PublicLine, SeatView
@@ -89,9 +93,11 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
             memory=memory,
         )
 
-    def move(kind: str, calls: float, view: SeatView, task: str, budget: int | None, expected: int) -> PlannedMove:
+    def move(
+        kind: str, calls: float, view: SeatView, task: str, budget: int | None, expected: int, most: int = 1
+    ) -> PlannedMove:
         tokens = prompt_tokens(prompts.messages_for(system, view, task))
-        return PlannedMove(kind, calls / n, tokens, budget, expected)
+        return PlannedMove(kind, calls / n, tokens, budget, expected, most)
 
     moves: list[PlannedMove] = []
     notes: list[PlannedMove] = []
@@ -137,13 +143,13 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
                 "memory", k, full, prompts.memory_task(words.memory), budgets.statement, tokens_for_words(words.memory)
             )
         )
-        moves.append(move("vote", 2 * k, full, prompts.vote_task(others), budgets.vote, expected_vote))
+        moves.append(move("vote", k, full, prompts.vote_task(others), budgets.vote, expected_vote, most=2))
         tied, voters = labels[:2], labels[2:k]
         announced = history(round_no, k, 3, True)
         moves.append(
             move(
                 "tiebreak",
-                2,
+                0,  # a tie is not expected; its statement is in the bound
                 announced,
                 prompts.tiebreak_task(tied, voters, words.tiebreak),
                 budgets.statement,
@@ -151,9 +157,7 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
             )
         )
         if voters:
-            moves.append(
-                move("revote", 2 * len(voters), announced, prompts.revote_task(tied), budgets.vote, expected_vote)
-            )
+            moves.append(move("revote", 0, announced, prompts.revote_task(tied), budgets.vote, expected_vote, most=2))
     final = n - 1
     finalists = labels[:2]
     moves.append(
@@ -168,7 +172,13 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
     )
     moves.append(
         move(
-            "jury", 2 * (n - 2), history(final, 2, 0, False), prompts.jury_task(finalists), budgets.vote, expected_vote
+            "jury",
+            n - 2,
+            history(final, 2, 0, False),
+            prompts.jury_task(finalists),
+            budgets.vote,
+            expected_vote,
+            most=2,
         )
     )
     return moves, notes
@@ -205,10 +215,10 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
         keeps = memory and (not params.memory_players or name in params.memory_players)
         return moves + notes if keeps else moves
 
-    most = math.ceil(sum(m.calls for m in moves + (notes if memory else [])) - 1e-9)
+    expected = math.ceil(sum(m.calls for m in moves + (notes if memory else [])) - 1e-9)
     why = (
-        f"at most {most} calls a seat before its first game (every vote re-asked, a tie each round: "
-        f"the game's most, shared over {params.seats} seats), replies at the word limits"
+        f"about {expected} calls a seat expected before its first game (each move once, no re-ask, no tie: "
+        f"the game's moves shared over {params.seats} seats), replies at the word limits"
     )
     return seat_estimates(context, "elimination", "elimination", list(game.seats), None, "", seat_moves, why)
 

@@ -2,8 +2,10 @@
 
 An entry is `ok` when it answers and its reply follows the instruction (`check.expect` in
 params/models.yaml: the one word the instruction asks for), `warn` when it answers but not as
-told (a base model continuing the prompt, a reply cut by the token limit), `fail` when it cannot
-be reached. The `reason` column says why an entry is not `ok`.
+told (a base model continuing the prompt, a reply cut by the token limit) or replies like a
+reasoning model its entry does not declare (pipeline.core.models.reasoning_seen: asked again with a
+reasoning allowance, and treated as one from then on), `fail` when it cannot be reached. The
+`reason` column says why an entry is not `ok`.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from pipeline.core.models import (
     describe,
     gather_moves,
     is_generic_bot,
+    is_reasoning_model,
     make_player,
     run_job,
 )
+from pipeline.core.models.reasoning_seen import adopt, fix_line, fresh, seen
 
 JOB = "roster"
 
@@ -56,14 +60,22 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
             reply = await player.act(MoveRequest(messages=messages, key="roster-check", max_words=3))
             row.update(reachable=True, reply=reply.text)
         else:
-            completion = await gateway.complete(
-                entry,
-                messages,
-                seed=seed_from(JOB, entry.name) % (2**31),
-                max_tokens=models.check.max_tokens,
-                temperature=0.0,
-                kind="check",
-            )
+
+            async def ask() -> Any:
+                return await gateway.complete(
+                    entry,
+                    messages,
+                    seed=seed_from(JOB, entry.name) % (2**31),
+                    max_tokens=models.check.max_tokens,
+                    temperature=0.0,
+                    kind="check",
+                )
+
+            completion = await ask()
+            if seen(entry) is None and fresh(entry) is not None and completion.empty_at_token_limit:
+                # its reply just showed a reasoning model: asked again with a reasoning allowance
+                adopt(entry)
+                completion = await ask()
             row.update(
                 reachable=True,
                 reply=completion.text,
@@ -83,6 +95,11 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         raise  # out of budget is no verdict on the entry: the job fails, a rerun resumes
     except (GatewayError, ValueError) as exc:
         row["error"] = str(exc)
+    adopt(entry)  # seen reasoning in this check: described (and budgeted from now on) as a reasoning model
+    row.update(budgets=describe(entry), reasoning=None if entry.is_bot else is_reasoning_model(entry))
+    found = seen(entry)
+    if found is not None and row["reachable"] and not row["error"]:
+        row["error"] = fix_line(entry, found)
     return {**row, **verdict(row, models.check.expect)}
 
 
@@ -122,6 +139,7 @@ async def check_roster(models: ModelsParams, gateway: Gateway) -> pl.DataFrame:
             "cost_usd": pl.Float64,
             "error": pl.Utf8,
             "follows": pl.Boolean,
+            "reasoning": pl.Boolean,
             "reason": pl.Utf8,
         },
     )

@@ -141,7 +141,7 @@ def schedule_rounds(
     earlier round, and the answer jobs of the earlier rounds its strategy shows (of the round's setters)
     that the plan has: in the fixed game every one of them."""
     names = dict.fromkeys(name for step in plan for name in (*step.setters, *step.answerers))
-    entries = {name: models.entry(name).model_dump(mode="json") for name in names}
+    entries = {name: models.entry(name).identity_dump() for name in names}
     game = generation_settings(params, adaptive=adaptive)
     of_rounds = None if adaptive else params.rounds
     answering = answering_settings(params)

@@ -13,7 +13,8 @@ reasoning tokens (the number given per model) inside `max_completion_tokens` (or
 below that need the reply is empty with `finish_reason: "length"`; usage reports them under
 `completion_tokens_details.reasoning_tokens`; they refuse `logprobs`, a temperature other than 1,
 and `max_tokens` when `strict_reasoning_params` is set (as OpenAI's o-series does). Other models
-are chat models whose replies are cut at the cap (one token a word here) with `finish_reason: "length"`.
+are chat models whose replies are cut at the cap (one token a word here) with `finish_reason: "length"`,
+and that give log-probabilities when asked (each word at CHOSEN_P, its top alternatives after it).
 
 `faults` (a FaultMix) makes it a flaky provider: HTTP 500s, 503s with `Retry-After`, stalls longer
 than the client waits, bodies cut mid-JSON, `choices: []`, and connections closed mid-reply (the
@@ -141,6 +142,25 @@ class ServerStats:
     accepted_times: list[float] = field(default_factory=list)
     # (monotonic time, HTTP status) of every request, in arrival order
     arrivals: list[tuple[float, int]] = field(default_factory=list)
+
+
+#: the chosen token's probability in a reply's log-probabilities; the rest is shared by the alternatives
+CHOSEN_P = 0.7
+#: alternatives a reply's top log-probabilities list after the chosen token (multiple-choice letters first)
+ALTERNATIVES = ("A", "B", "C", "D", "yes", "no", "the", "a")
+
+
+def _token_logprobs(tokens: Sequence[str], top: int) -> list[dict[str, Any]]:
+    """OpenAI's `logprobs.content` for `tokens` (one a word here): each chosen at CHOSEN_P, with up to
+    `top` entries of its top log-probabilities (itself first, then other alternatives evenly)."""
+    rows = []
+    for token in tokens:
+        others = [t for t in ALTERNATIVES if t != token][: max(0, top - 1)]
+        rest = math.log((1 - CHOSEN_P) / max(1, len(others)))
+        listed = [{"token": token, "logprob": math.log(CHOSEN_P), "bytes": None}]
+        listed += [{"token": t, "logprob": rest, "bytes": None} for t in others]
+        rows.append({"token": token, "logprob": math.log(CHOSEN_P), "bytes": None, "top_logprobs": listed[:top]})
+    return rows
 
 
 class LoopbackServer:
@@ -376,12 +396,19 @@ class LoopbackServer:
         }
         if body.get("model") in self.reasoning:
             usage["completion_tokens_details"] = {"reasoning_tokens": hidden}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": finish,
+        }
+        if body.get("logprobs"):  # a chat model gives them when asked, as OpenAI's do (reasoning ones refused above)
+            choice["logprobs"] = {"content": _token_logprobs(text.split(), int(body.get("top_logprobs") or 0))}
         return {
             "id": f"loopback-{self._seen}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "loopback"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "choices": [choice],
             "usage": usage,
         }
 

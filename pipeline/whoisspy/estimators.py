@@ -2,7 +2,10 @@
 
 A seat makes at most one description and one vote per round (`rules.rounds`), the bound on its
 calls before it has played; once a model has played, its calls per game come from its earlier
-games (and its tokens per call from their calls tables). Before that, tokens come from the game's
+games (and its tokens per call from their calls tables). Before that, a seat is expected in a round
+as often as it would be if every round voted one seat still in out at random and the game ended
+once the spy is out (`round_shares`: about 2.1 of 3 rounds for a civilian, 2.5 for the spy; ties,
+which vote nobody out, and fouls aside), and its tokens from the game's
 structure (`planned_moves`): each round's prompts are built by the game's own prompt code from a
 made-up record where every seat is still in and every description is `max_chars` long, and
 replies are counted as the seat's roster entry spends them (`planned_reply_tokens`): a description
@@ -13,6 +16,7 @@ In a reasoning game whose analysis is public, the other seats' votes read that a
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pipeline.core.models import tokens_for_words
@@ -98,6 +102,17 @@ def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
     return moves
 
 
+def round_shares(rules: Any, spy: bool) -> list[float]:
+    """The probability a seat plays each round (1 to `rules.rounds`): every round votes one seat still
+    in out at random, and the game ends once the spy is out or fewer than `min_players` are left."""
+    shares, going = [], 1.0
+    for round_no in range(rules.rounds):
+        left = rules.seats - round_no
+        shares.append(going if left >= rules.min_players else 0.0)
+        going *= (left - 1) / left if spy else (left - 2) / left  # neither this seat nor the spy voted out
+    return shares
+
+
 def reasoning_seat(game: Any) -> int | None:
     """The seat index that votes with an analysis (the reasoning variant's focal civilian), as the
     game decides it."""
@@ -119,7 +134,12 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     plain = "heard_vote" if reasoner is not None and game.reasoning_analysis == "public" else "vote"
 
     def seat_moves(index: int, _name: str) -> list[PlannedMove]:
-        return moves["speech"] + moves["reasoned_vote" if index == reasoner else plain]
+        shares = round_shares(params.rules, index == game.spy_seat)
+        return [
+            dataclasses.replace(move, calls=share, most=1)
+            for kind in ("speech", "reasoned_vote" if index == reasoner else plain)
+            for move, share in zip(moves[kind], shares)
+        ]
 
     return seat_estimates(
         context,
@@ -129,7 +149,8 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
         2 * rounds,
         f"at most {rounds} rounds x (description + vote) per seat",
         seat_moves,
-        f"at most {rounds} rounds x (description + vote) per seat, descriptions at max_chars",
+        f"at most {rounds} rounds x (description + vote) per seat, fewer expected (a seat or the spy voted "
+        "out), descriptions at max_chars",
     )
 
 

@@ -89,7 +89,7 @@ class GameSpec:
 def seat_identity(entry: RosterEntry) -> dict[str, Any]:
     """A seat's roster entry as it decides a game: its sampling fields that are set, and only the
     per-move budgets that apply to this game (another benchmark's budgets change none of its games)."""
-    return {**entry.model_dump(mode="json"), "sampling": entry.sampling.identity("whoisspy")}
+    return {**entry.identity_dump(), "sampling": entry.sampling.identity("whoisspy")}
 
 
 def make_spec(

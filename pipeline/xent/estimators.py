@@ -258,15 +258,23 @@ def estimate_play(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     roles = [tuple(game.self_roles), tuple(game.opponent_roles)]
 
     def seat_moves(index: int, _name: str) -> list[PlannedMove]:
-        return [m for role in roles[index] for m in work.moves.get(role, [])]
+        asks = [m for role in roles[index] for m in work.moves.get(role, [])]
+        reasks = sum(work.reasks.get(role, 0.0) for role in roles[index])
+        if not asks or not reasks:
+            return asks
+        # the bound counts every ensure re-ask, each at the longest prompt of the seat's asks
+        longest = max(asks, key=lambda m: m.prompt_tokens)
+        return [*asks, dataclasses.replace(longest, calls=0.0, most=reasks)]
 
     marker = "planned from the game's structure"
     found = seat_estimates(context, "xent", f"xent/{play.game}", seats, None, "", seat_moves, marker)
     protocol = params.replies.protocol
     notes = {name: [r for i, seat in enumerate(seats) if seat == name for r in roles[i]] for name in seats}
+    if work.error:  # the walk stopped early: its count is no bound
+        found = [e if e.calls == 0 and not e.expected[0] else dataclasses.replace(e, unbounded=True) for e in found]
     return [
         dataclasses.replace(e, note=f"{e.model}: {_why(play.game, work, notes[e.model], protocol)}")
-        if e.note == f"{e.model}: {marker}"
+        if e.note == f"{e.model}: {marker}" or (work.error and e.model in notes and e.calls)
         else e
         for e in found
     ]
@@ -291,4 +299,9 @@ def estimate_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
     return summed(estimates) or [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
 
 
-ESTIMATORS = {"xent_play": estimate_play, "xent_shard": estimate_shard}
+def no_calls(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
+    """A game's maps: stories sampled from the local judge, no roster model asked."""
+    return [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
+
+
+ESTIMATORS = {"xent_play": estimate_play, "xent_shard": estimate_shard, "xent_maps_*": no_calls}

@@ -74,7 +74,7 @@ class Schedule:
 
 def _entry_identity(models: ModelsParams, name: str) -> dict:
     entry = models.entry(name)
-    return entry.model_dump(mode="json", include={"model", "bot", "bot_options", "sampling", "extra"})
+    return entry.identity_dump(include={"model", "bot", "bot_options", "sampling", "extra"})
 
 
 def judge_label(params: XentParams) -> str:

@@ -16,7 +16,14 @@ from pipeline.core.models.roster import load_models
 from pipeline.core.run.estimates import PlanContext
 from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
 from pipeline.whoisspy.config import ReplyParams, RulesParams
-from pipeline.whoisspy.estimators import ESTIMATORS, REASONED_VOTE_WORDS, VOTE_TOKENS, planned_moves, reasoning_seat
+from pipeline.whoisspy.estimators import (
+    ESTIMATORS,
+    REASONED_VOTE_WORDS,
+    VOTE_TOKENS,
+    planned_moves,
+    reasoning_seat,
+    round_shares,
+)
 
 ROSTER = [
     {"name": "gpt-4o", "model": "openai/gpt-4o"},  # priced by litellm's bundled map
@@ -47,18 +54,34 @@ def _plan(context: PlanContext) -> tuple[list[Any], dict[str, dict[str, Any]]]:
     return games, {r["model"]: r for r in table.iter_rows(named=True)}
 
 
+def rounds_expected(games: list[Any], name: str) -> float:
+    """The rounds `name`'s seats are expected to play (a seat or the spy voted out at random)."""
+    return sum(
+        sum(round_shares(RulesParams(), index == game.spy_seat))
+        for game in games
+        for index, seat in enumerate(game.seats)
+        if seat == name
+    )
+
+
 def test_an_api_model_is_priced_before_its_first_game(tmp_path: Path) -> None:
     games, rows = _plan(_context(tmp_path))
     seats = sum(g.seats.count("gpt-4o") for g in games)
     assert rows["gpt-4o"]["calls"] == seats * 2 * 3  # at most 3 rounds x (description + vote)
     assert rows["gpt-4o"]["cost_usd"] > 0 and rows["gpt-4o"]["tokens_from"] == "prompt+cap"
     assert rows["gpt-4o"]["tokens_in"] > 0 and "descriptions at max_chars" in rows["gpt-4o"]["note"]
-    # descriptions about max_chars / 4 tokens, votes a few: replies stay far below the 4096 default
-    assert rows["gpt-4o"]["tokens_out"] == seats * 3 * (400 // 4 + VOTE_TOKENS)
+    # expected: descriptions about max_chars / 4 tokens, votes a few, far below the 4096 default, in
+    # the rounds a seat is expected to play (2.1 of 3 for a civilian, 2.5 for the spy); the bound
+    # counts every round and every reply at that cap
+    rounds = rounds_expected(games, "gpt-4o")
+    assert 2 * seats < rounds < 3 * seats
+    assert rows["gpt-4o"]["expected_tokens_out"] == pytest.approx(rounds * (400 // 4 + VOTE_TOKENS), abs=1)
+    assert rows["gpt-4o"]["tokens_out"] == seats * 2 * 3 * 4096
+    assert rows["gpt-4o"]["expected_calls"] == round(2 * rounds)
     # a reasoning model's allowance is counted on every move
-    thinking = sum(g.seats.count("gpt-4o-thinking") for g in games)
-    assert rows["gpt-4o-thinking"]["tokens_out"] == thinking * 3 * (
-        400 // 4 + VOTE_TOKENS + 2 * DEFAULT_REASONING_TOKENS["low"]
+    assert rows["gpt-4o-thinking"]["expected_tokens_out"] == pytest.approx(
+        rounds_expected(games, "gpt-4o-thinking") * (400 // 4 + VOTE_TOKENS + 2 * DEFAULT_REASONING_TOKENS["low"]),
+        abs=1,
     )
     assert rows["random-bot"]["calls"] == 0 and rows["random-bot"]["cost_usd"] == 0
 
@@ -85,9 +108,9 @@ def test_prompts_come_from_the_game_and_the_reasoning_seat_writes_its_analysis(t
     spy = [g for g in games if g.focal_role == "spy" and g.focal == "gpt-4o"]
     assert reasoning_seat(civilian[0]) == civilian[0].seats.index("gpt-4o") and reasoning_seat(spy[0]) is None
     # as a civilian its votes carry the analysis; as the spy it votes plainly
-    analysis = len(civilian) * 3 * (400 // 4 + moves["reasoned_vote"][0].expected_visible)
-    plain = len(spy) * 3 * (400 // 4 + VOTE_TOKENS)
-    assert rows["gpt-4o"]["tokens_out"] == analysis + plain
+    analysis = rounds_expected(civilian, "gpt-4o") * (400 // 4 + moves["reasoned_vote"][0].expected_visible)
+    plain = rounds_expected(spy, "gpt-4o") * (400 // 4 + VOTE_TOKENS)
+    assert rows["gpt-4o"]["expected_tokens_out"] == pytest.approx(analysis + plain, abs=1)
 
 
 def test_once_games_ran_calls_and_tokens_come_from_them(tmp_path: Path) -> None:
@@ -110,7 +133,9 @@ def test_once_games_ran_calls_and_tokens_come_from_them(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     calls.write_parquet(path)
     _, rows = _plan(PlanContext(tmp_path, context.models))
-    assert rows["gpt-4o"]["calls"] == 4 * len(jobs)  # 4 calls a game measured, fewer than the bound of 6
-    assert rows["gpt-4o"]["tokens_in"] == 700 * 4 * len(jobs) and rows["gpt-4o"]["tokens_from"] == "measured"
+    # 4 calls a game measured are expected, fewer than the bound of 6
+    assert rows["gpt-4o"]["expected_calls"] == 4 * len(jobs) and rows["gpt-4o"]["calls"] == 6 * len(jobs)
+    assert rows["gpt-4o"]["expected_tokens_in"] == 700 * 4 * len(jobs) and rows["gpt-4o"]["tokens_from"] == "measured"
     pin, pout = price_per_token(context.models.entry("gpt-4o"), context.models)
-    assert rows["gpt-4o"]["cost_usd"] == pytest.approx(4 * len(jobs) * (700 * pin + 30 * pout), abs=1e-6)
+    assert rows["gpt-4o"]["expected_cost_usd"] == pytest.approx(4 * len(jobs) * (700 * pin + 30 * pout), abs=1e-6)
+    assert rows["gpt-4o"]["cost_usd"] > rows["gpt-4o"]["expected_cost_usd"]

@@ -138,6 +138,8 @@ class RosterCheckSchema(StrictTable):
     # the reply followed the check's instruction (models.check.expect); null for bots, unreachable
     # entries and a check without `expect`
     follows: bool = Field(nullable=True)
+    # budgeted as a reasoning model (declared, litellm's map, or seen in its replies); null for bots
+    reasoning: bool = Field(nullable=True)
     status: str = Field(isin=["ok", "warn", "fail"])
     reason: str = Field(nullable=True)  # why the entry is not ok (null when it is)
 

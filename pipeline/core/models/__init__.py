@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         describe,
         empty_at_limit_counts,
         is_reasoning_model,
+        most_reply_tokens,
         planned_reply_tokens,
         tokens_for_words,
     )
@@ -67,6 +68,7 @@ _EXPORTS = {
     "describe": "reply_budgets",
     "empty_at_limit_counts": "reply_budgets",
     "is_reasoning_model": "reply_budgets",
+    "most_reply_tokens": "reply_budgets",
     "planned_reply_tokens": "reply_budgets",
     "tokens_for_words": "reply_budgets",
     "ModelsParams": "roster",
@@ -97,6 +99,7 @@ __all__ = [
     "load_models",
     "make_player",
     "make_players",
+    "most_reply_tokens",
     "planned_reply_tokens",
     "price_per_token",
     "prompt_tokens",

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -76,6 +77,7 @@ from pipeline.core.models.limits import (
     shared_limiter,
 )
 from pipeline.core.models.litellm_setup import load_litellm, supported_openai_params
+from pipeline.core.models.reasoning_seen import record_sighting
 from pipeline.core.models.reply_budgets import budget_params, reply_budget
 from pipeline.core.models.response_cache import ResponseCache
 from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
@@ -400,6 +402,10 @@ def _to_completion(entry: dict[str, Any], *, cache_hit: bool, latency_s: float) 
     )
 
 
+#: tokens an empty reply at the limit must have billed to say the model reasoned unseen
+MIN_HIDDEN_TOKENS = 16
+
+
 class Gateway:
     """Sends chat requests for roster entries through litellm, with cache, limits and retries."""
 
@@ -419,6 +425,7 @@ class Gateway:
         self.models = models
         self.settings: GatewaySettings = models.gateway
         directory = Path(cache_dir) if cache_dir is not None else Path(root) / self.settings.cache_dir
+        self.cache_dir = directory
         self.cache = ResponseCache(directory)
         self.read_cache = read_cache  # False: always ask the provider (answers are still stored)
         self.log = CallLog(job=job, journal=journal_path(directory, job))  # journal: beside the cache
@@ -768,6 +775,15 @@ class Gateway:
                 dropped_params=",".join(c.dropped_params) or None,
             )
         )
+        # a chat model's entry replying as a reasoning one: hidden reasoning tokens reported, or a whole
+        # budget spent without a visible word (not one whitespace token at a one-token cap)
+        starved = c.empty_at_token_limit and c.tokens_out >= MIN_HIDDEN_TOKENS
+        if c.tokens_reasoning or starved:
+            line = record_sighting(
+                self.cache_dir, entry, reasoning_tokens=c.tokens_reasoning, empty_at_limit=starved, job=self.log.job
+            )
+            if line:
+                print(line, file=sys.stderr)
 
     def _record_error(
         self, entry: RosterEntry, key: str, attempt: int, latency: float, kind: str, fault: str | None = None

@@ -12,7 +12,8 @@ A game states what its rules allow for a move: a visible reply budget in tokens,
   `thinking` budget below `max_tokens`, plain `max_tokens` elsewhere (litellm maps it).
 
 A model is a reasoning model when its entry says so (`sampling.reasoning: true`), when it sets
-`reasoning_effort`, or when litellm's model map says it supports reasoning. Anthropic's models
+`reasoning_effort`, when its replies showed it (pipeline.core.models.reasoning_seen), or when
+litellm's model map says it supports reasoning. Anthropic's models
 think only when asked, so for them the map alone is not enough.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from pipeline.core.artifacts.params import StrictParams
 from pipeline.core.models.model_map import map_answer
+from pipeline.core.models.reasoning_seen import seen
 from pipeline.core.models.roster import RosterEntry
 
 #: a move's visible budget when neither the game nor the entry sets one: the reference Xent's cap on
@@ -94,6 +96,8 @@ def is_reasoning_model(entry: RosterEntry) -> bool:
         return flag
     if entry.sampling.reasoning_effort is not None or entry.sampling.reasoning_tokens is not None:
         return True
+    if seen(entry) is not None:  # its replies said so (pipeline.core.models.reasoning_seen)
+        return True
     if entry.provider in THINKING_BUDGET_PROVIDERS or entry.provider == "local":
         return False
     return _map_says_reasoning(entry.model)
@@ -149,7 +153,9 @@ def describe(entry: RosterEntry) -> str:
     if not is_reasoning_model(entry):
         return f"chat model, {cap}"
     effort = entry.sampling.reasoning_effort or "provider default"
-    return f"reasoning model (effort {effort}), {cap} + {reasoning_allowance(entry)} reasoning tokens"
+    found = seen(entry)
+    how = f"seen in its replies: {found}; effort {effort}" if found else f"effort {effort}"
+    return f"reasoning model ({how}), {cap} + {reasoning_allowance(entry)} reasoning tokens"
 
 
 #: tokens per English word, for turning a game's word limits into expected reply tokens
@@ -174,6 +180,13 @@ def planned_reply_tokens(
     budget = reply_budget(entry, kind, game_tokens, benchmark)
     visible = budget.visible if expected_visible is None else min(budget.visible, expected_visible)
     return visible + budget.reasoning
+
+
+def most_reply_tokens(entry: RosterEntry, kind: str, game_tokens: int | None, benchmark: str | None = None) -> int:
+    """The most tokens one reply of this move can bill: the cap its request carries (visible budget
+    plus the reasoning allowance, or an Anthropic thinking budget at its provider's minimum)."""
+    params = budget_params(entry, reply_budget(entry, kind, game_tokens, benchmark))
+    return int(params.get("max_completion_tokens") or params["max_tokens"])
 
 
 def empty_at_limit_counts(calls: Any) -> dict[str, int]:

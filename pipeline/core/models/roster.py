@@ -14,6 +14,10 @@ from pipeline.core.artifacts.params import load_params
 from pipeline.core.models.faults import FaultSettings
 from pipeline.core.models.litellm_setup import completion_arguments
 
+#: `extra` keys that say where and how a request travels, never what the model answers: no game id reads them
+TRANSPORT_KEYS = frozenset(
+    {"api_base", "base_url", "api_version", "timeout", "request_timeout", "extra_headers", "headers", "organization"}
+)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Keys that carry secrets must come from the environment, never from a params file.
 SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
@@ -198,6 +202,14 @@ class RosterEntry(Strict):
     def model_string(self) -> str:
         return self.model if self.model is not None else f"bot/{self.bot}"
 
+    def identity_dump(self, include: set[str] | None = None) -> dict[str, Any]:
+        """The entry as game ids read it: its fields, with `extra` without the connection details
+        (TRANSPORT_KEYS): moving a model to another endpoint replays none of its games."""
+        found = self.model_dump(mode="json", include=include)
+        if "extra" in found:
+            found["extra"] = {k: v for k, v in found["extra"].items() if k not in TRANSPORT_KEYS}
+        return found
+
 
 class ProviderLimits(Strict):
     """A provider's limits. They hold across every job process on the machine (a shared store,
@@ -378,4 +390,8 @@ class ModelsParams(Strict):
 
 
 def load_models(path: str | Path = "params/models.yaml") -> ModelsParams:
-    return load_params(ModelsParams, path)
+    from pipeline.core.models.reasoning_seen import load_sightings
+
+    models = load_params(ModelsParams, path)
+    load_sightings(models)  # entries whose replies showed them reasoning (beside the response cache)
+    return models

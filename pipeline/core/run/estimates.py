@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.models.reply_budgets import planned_reply_tokens
+from pipeline.core.models.reply_budgets import most_reply_tokens, planned_reply_tokens
 from pipeline.core.models.roster import ModelsParams, RosterEntry
 from pipeline.core.run.plan import NO_MODEL, CallEstimate, PlannedJob
 
@@ -109,6 +109,7 @@ class PlannedMove:
     prompt_tokens: int  # estimated tokens of one request's prompt (pipeline.core.models.probe.prompt_tokens)
     game_tokens: int | None = None  # the game's visible budget for this move (None: the game sets none)
     expected_visible: int | None = None  # visible reply tokens the rules lead one to expect (None: the budget)
+    most: float | None = None  # the most requests of this kind one seat can make in one game (None: `calls`)
 
 
 #: the moves of one seat: (seat index, roster name) -> its planned moves in one game
@@ -117,11 +118,16 @@ SeatMoves = Callable[[int, str], Sequence[PlannedMove]]
 
 @dataclass(frozen=True)
 class SeatWork:
-    """Calls and tokens of one or more seats, added up over their planned moves."""
+    """Calls and tokens of one or more seats, added up over their planned moves: as expected (the
+    moves' `calls`, replies as the rules lead one to expect) and at most (the moves' `most`, every
+    reply at its cap)."""
 
     calls: float
     prompt_tokens: float
     reply_tokens: float
+    most_calls: float = 0.0
+    most_prompt_tokens: float = 0.0
+    most_reply_tokens: float = 0.0
 
     @property
     def per_call(self) -> tuple[float, float]:
@@ -131,17 +137,25 @@ class SeatWork:
 def seat_work(entry: RosterEntry, moves: Sequence[PlannedMove], benchmark: str) -> SeatWork:
     """What `entry` spends on `moves`: their calls, their prompts, and replies as the entry sends
     them (`planned_reply_tokens`: the expected visible reply within its visible budget, plus a
-    reasoning model's whole allowance)."""
+    reasoning model's whole allowance); and the most (`most_reply_tokens`: each reply at its cap)."""
     replies = {
         (m.kind, m.game_tokens, m.expected_visible): planned_reply_tokens(
             entry, m.kind, m.game_tokens, benchmark, m.expected_visible
         )
         for m in moves
     }
+    caps = {(m.kind, m.game_tokens): most_reply_tokens(entry, m.kind, m.game_tokens, benchmark) for m in moves}
+
+    def most(m: PlannedMove) -> float:
+        return m.calls if m.most is None else m.most
+
     return SeatWork(
         calls=sum(m.calls for m in moves),
         prompt_tokens=sum(m.calls * m.prompt_tokens for m in moves),
         reply_tokens=sum(m.calls * replies[(m.kind, m.game_tokens, m.expected_visible)] for m in moves),
+        most_calls=sum(most(m) for m in moves),
+        most_prompt_tokens=sum(most(m) * m.prompt_tokens for m in moves),
+        most_reply_tokens=sum(most(m) * caps[(m.kind, m.game_tokens)] for m in moves),
     )
 
 
@@ -155,39 +169,43 @@ def seat_estimates(
     moves: SeatMoves | None = None,
     moves_why: str = "",
 ) -> list[CallEstimate]:
-    """One row per model seated in a game: measured calls, else the game's structure (`moves`, with
-    tokens, so the cost is priced), else the rules' bound on calls, else unknown.
+    """One row per model seated in a game: its bound from the game's structure (`moves`' most, with
+    tokens at their caps, so the bound is priced), else the rules' bound on calls (`bound`, tokens
+    unknown), else none; its expectation from measured calls of earlier games, else the structure.
 
-    `benchmark` names the benchmark (it keys the entries' per-move budgets, `<benchmark>.<kind>`). With
-    measured calls, tokens per call come from `moves` where given (the plan prefers the tokens
-    measured in earlier calls of the same model and kind, pipeline.core.run.plan.TokenHistory)."""
+    `bench` names the benchmark (it keys the entries' per-move budgets, `<benchmark>.<kind>`). Tokens
+    per expected call come from `moves` where given (the plan prefers the tokens measured in earlier
+    calls of the same model and kind, pipeline.core.run.plan.TokenHistory)."""
     measured = calls_per_seat(context, bench, kind)
     found = []
     for name, count in sorted(Counter(seats).items()):
         entry = context.models.entry(name)
-        planned = (
-            None
-            if moves is None or entry.is_bot
-            else seat_work(entry, [m for i, seat in enumerate(seats) if seat == name for m in moves(i, name)], bench)
-        )
         if entry.is_bot:
             found.append(CallEstimate(name, kind, 0, 0, 0, 0))
-        elif name in measured:
-            calls = round(measured[name] * count)
-            per_prompt, per_reply = planned.per_call if planned is not None else (0.0, 0.0)
-            found.append(CallEstimate(name, kind, calls, 0, round(calls * per_prompt), round(calls * per_reply)))
-        elif planned is not None:  # whole calls, each with the planned tokens of a mean call
-            calls = math.ceil(planned.calls - 1e-9)
+            continue
+        planned = (
+            None
+            if moves is None
+            else seat_work(entry, [m for i, seat in enumerate(seats) if seat == name for m in moves(i, name)], bench)
+        )
+        expected = measured[name] * count if name in measured else None
+        if planned is not None:
+            # earlier games above the structure's most would make it no bound: the larger holds
+            most = math.ceil(max(planned.most_calls, expected or 0.0) - 1e-9)
+            calls = planned.calls if expected is None else expected
             per_prompt, per_reply = planned.per_call
             found.append(
                 CallEstimate(
                     name,
                     kind,
-                    calls,
+                    most,
                     0,
-                    round(calls * per_prompt),
-                    round(calls * per_reply),
-                    f"{name}: {moves_why}" if moves_why else "",
+                    round(planned.most_prompt_tokens),
+                    round(planned.most_reply_tokens),
+                    f"{name}: {moves_why}" if moves_why and expected is None else "",
+                    expected_calls=calls,
+                    expected_prompt_tokens=calls * per_prompt,
+                    expected_reply_tokens=calls * per_reply,
                 )
             )
         elif bound is not None:
@@ -201,11 +219,23 @@ def seat_estimates(
                     0,
                     f"{name}: {bound_why}; tokens unknown until one game ran",
                     tokens_known=False,
+                    expected_calls=expected,
                 )
             )
         else:
             found.append(
-                CallEstimate(name, kind, 0, 0, 0, 0, f"{name}: calls unknown until one game ran", tokens_known=False)
+                CallEstimate(
+                    name,
+                    kind,
+                    0,
+                    0,
+                    0,
+                    0,
+                    f"{name}: no bound on its calls (the game states none)",
+                    tokens_known=False,
+                    expected_calls=expected,
+                    unbounded=True,
+                )
             )
     return found
 
@@ -256,6 +286,11 @@ def summed(estimates: list[CallEstimate]) -> list[CallEstimate]:
                 prompt_tokens=seen.prompt_tokens + e.prompt_tokens,
                 reply_tokens=seen.reply_tokens + e.reply_tokens,
                 tokens_known=seen.tokens_known and e.tokens_known,
+                expected_calls=seen.expected[0] + e.expected[0],
+                expected_prompt_tokens=seen.expected[1] + e.expected[1],
+                expected_reply_tokens=seen.expected[2] + e.expected[2],
+                unbounded=seen.unbounded or e.unbounded,
+                note="; ".join(dict.fromkeys(part for n in (seen.note, e.note) for part in n.split("; ") if part)),
             )
         )
     return [by_model[name] for name in sorted(by_model)]

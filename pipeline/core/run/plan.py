@@ -20,6 +20,7 @@ was made (pipeline.core.models.budget) and reports the error per benchmark and m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -56,10 +57,15 @@ class PlannedJob:
     reason: str
     wildcards: dict[str, str] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
+    command: str = ""  # its shell command as Snakemake prints it (a shard's game ids are there)
+    # what changed since the last run, for a new job (pipeline.core.run.replays): which roster entry or
+    # params field gave the game a new content id; Snakemake only sees that its output is missing
+    change: str = ""
 
     @property
     def why(self) -> str:
-        return why(self.reason)
+        word = why(self.reason)
+        return f"{word}: {self.change}" if self.change else word
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,21 @@ class CallEstimate:
     note: str = ""  # how the count was made, when it is not exact
     batchable: bool = False  # the job can send these through the provider's batch API (pipeline.core.models.batch)
     tokens_known: bool = True  # False: no prompt to measure yet (cost unknown unless the model is free)
+    # `calls` and the tokens above are the job's bound: the most it can send. What it is expected to
+    # send (earlier games' means, or the game's structure at its usual length); None: the bound.
+    expected_calls: float | None = None  # cached ones included, as `calls`
+    expected_prompt_tokens: float | None = None  # of the expected uncached calls
+    expected_reply_tokens: float | None = None
+    unbounded: bool = False  # True: no bound can be stated (`note` says why); a budgeted run refuses
+
+    @property
+    def expected(self) -> tuple[float, float, float]:
+        """(calls, prompt tokens, reply tokens) expected; the bound where no expectation is given."""
+        return (
+            float(self.calls if self.expected_calls is None else self.expected_calls),
+            float(self.prompt_tokens if self.expected_prompt_tokens is None else self.expected_prompt_tokens),
+            float(self.reply_tokens if self.expected_reply_tokens is None else self.expected_reply_tokens),
+        )
 
 
 # -- which jobs, and why: Snakemake's dry run ---------------------------------------------------
@@ -96,6 +117,9 @@ def why(reason: str) -> str:
     return reason.split(":")[0].strip().lower() or "unknown"
 
 
+SHELL_COMMAND = "Shell command: "
+
+
 def parse_dry_run(text: str) -> list[PlannedJob]:
     """The jobs of `snakemake --dry-run`'s printed plan (one block per job)."""
     jobs: list[PlannedJob] = []
@@ -106,6 +130,12 @@ def parse_dry_run(text: str) -> list[PlannedJob]:
             if block is not None:
                 jobs.append(_job(block))
             block = {"rule": start.group(1)}
+        elif line.startswith(SHELL_COMMAND):  # after its job's block (--printshellcmds)
+            if block is not None:
+                jobs.append(_job(block))
+                block = None
+            if jobs:
+                jobs[-1] = dataclasses.replace(jobs[-1], command=line.removeprefix(SHELL_COMMAND))
         elif block is not None and re.match(r"^    \w[\w ]*: ", line):
             name, _, value = line.strip().partition(": ")
             block[name] = value
@@ -140,6 +170,7 @@ def dry_run(
         "snakemake",
         "--dry-run",
         "--nolock",
+        "--printshellcmds",
         "--snakefile",
         snakefile,
         "--rerun-triggers",
@@ -162,7 +193,11 @@ def jobs_of_dag(dag: Any) -> list[PlannedJob]:
     planned = []
     for job in dag.needrun_jobs():
         wildcards = {k: str(v) for k, v in dict(job.wildcards_dict).items()}
-        planned.append(PlannedJob(job.rule.name, str(dag.reason(job)), wildcards, tuple(map(str, job.output))))
+        try:
+            command = str(job.shellcmd or "")
+        except Exception:  # noqa: BLE001 - a command that cannot be shown yet: the job is still planned
+            command = ""
+        planned.append(PlannedJob(job.rule.name, str(dag.reason(job)), wildcards, tuple(map(str, job.output)), command))
     return planned
 
 
@@ -236,19 +271,27 @@ class TokenHistory:
 
 
 # -- the plan table ---------------------------------------------------------------------------
+#: the bound's prompt tokens over the estimate's (4 characters a token): a bound for English prose
+#: and code, whose tokenizers give 3.2 or more characters a token (text in other scripts can exceed it)
+PROMPT_BOUND_FACTOR = 1.25
+
 PLAN_COLUMNS: dict[str, Any] = {
     "benchmark": pl.Utf8,
     "model": pl.Utf8,
     "jobs": pl.Int64,
     "why": pl.Utf8,
-    "calls": pl.Int64,
+    "calls": pl.Int64,  # the bound: the most requests the jobs can make (cached ones included)
     "cached_calls": pl.Int64,
-    "paid_calls": pl.Int64,
-    "tokens_in": pl.Int64,
-    "tokens_out": pl.Int64,
-    "tokens_reasoning": pl.Int64,
-    "cost_usd": pl.Float64,
-    "batch_cost_usd": pl.Float64,
+    "paid_calls": pl.Int64,  # the bound on paid requests
+    "expected_calls": pl.Int64,  # paid requests expected (earlier games' means, else the game's structure)
+    "tokens_in": pl.Int64,  # the bound
+    "tokens_out": pl.Int64,  # the bound: every reply at its cap, a reasoning allowance included
+    "tokens_reasoning": pl.Int64,  # inside tokens_out
+    "expected_tokens_in": pl.Int64,
+    "expected_tokens_out": pl.Int64,
+    "cost_usd": pl.Float64,  # the bound (null: no bound, or no price); what the budget check reads
+    "expected_cost_usd": pl.Float64,
+    "batch_cost_usd": pl.Float64,  # the bound through the provider's batch API
     "tokens_from": pl.Utf8,
     "note": pl.Utf8,
 }
@@ -260,10 +303,14 @@ class _Row:
     reasons: dict[str, int] = field(default_factory=dict)
     calls: int = 0
     cached: int = 0
+    expected_paid: float = 0.0
     tokens_in: float = 0.0
     tokens_out: float = 0.0
     tokens_reasoning: float = 0.0  # inside tokens_out
+    expected_in: float = 0.0
+    expected_out: float = 0.0
     cost: float | None = 0.0
+    expected_cost: float | None = 0.0
     batch_cost: float | None = 0.0
     sources: set[str] = field(default_factory=set)
     notes: set[str] = field(default_factory=set)
@@ -272,7 +319,9 @@ class _Row:
 def plan_table(
     estimates: Iterable[tuple[str, PlannedJob, CallEstimate]], models: ModelsParams, history: TokenHistory
 ) -> pl.DataFrame:
-    """One row per (benchmark, model): jobs and why, calls, cache hits, tokens and cost."""
+    """One row per (benchmark, model): jobs and why; calls, tokens and cost as a bound (the most the
+    jobs can spend: every reply at its cap) and as expected (measured tokens per call where earlier
+    calls of the model and kind exist, else the estimators' expectation); cache hits."""
     rows: dict[tuple[str, str], _Row] = {}
     prices: dict[tuple[str, bool], tuple[float, float] | None] = {}
     for benchmark, job, est in estimates:
@@ -284,35 +333,52 @@ def plan_table(
         row.calls += est.calls
         row.cached += est.cached
         paid = est.calls - est.cached
+        expected_calls, expected_prompt, expected_reply = est.expected
+        expected_paid = max(0.0, expected_calls - est.cached)
+        row.expected_paid += expected_paid
         measured = history.per_call(est.model, est.kind)
-        if paid and measured is not None:
-            row.tokens_in += paid * measured[0]
-            row.tokens_out += paid * measured[1]
-            row.tokens_reasoning += paid * history.reasoning_per_call(est.model, est.kind)
-            row.sources.add("measured")
-        elif paid and not est.tokens_known:
+        row.notes.update(part for part in est.note.split("; ") if part)  # one note once, however many jobs
+        if est.unbounded:
+            row.cost = row.batch_cost = row.expected_cost = None  # no bound: the cost cannot be promised
+            row.sources.add("unknown")
+            continue
+        bound_tokens = (est.prompt_tokens * PROMPT_BOUND_FACTOR, float(est.reply_tokens))
+        expected_tokens = (
+            (expected_paid * measured[0], expected_paid * measured[1])
+            if measured is not None
+            else (expected_prompt, expected_reply)
+        )
+        if paid and not est.tokens_known and measured is None:
             row.sources.add("unknown")
         elif paid:
-            row.tokens_in += est.prompt_tokens
-            row.tokens_out += est.reply_tokens
+            row.sources.add("measured" if measured is not None else "prompt+cap")
+        if paid and est.tokens_known:
+            row.tokens_in += bound_tokens[0]
+            row.tokens_out += bound_tokens[1]
             if est.model != NO_MODEL:  # estimators count the whole allowance inside reply_tokens
                 row.tokens_reasoning += paid * reasoning_allowance(models.entry(est.model))
-            row.sources.add("prompt+cap")
-        if est.note:
-            row.notes.add(est.note)
-        if paid and est.model != NO_MODEL:
-            entry = models.entry(est.model)
-            tokens = (paid * measured[0], paid * measured[1]) if measured else (est.prompt_tokens, est.reply_tokens)
-            by_batch = est.batchable and batchable(entry)
-            direct = _priced(prices, entry, models, False)
-            batch = _priced(prices, entry, models, True) if by_batch else direct
-            now = batch if by_batch and models.gateway.batch.enabled else direct
-            if direct is None:
-                row.notes.add(f"no price for {entry.model}: set gateway.prices")
-            if not measured and not est.tokens_known and (now is None or any(now)):
-                now = batch = None  # tokens unknown: the cost is unknown unless the model is free
-            row.cost = _add(row.cost, tokens, now)
-            row.batch_cost = _add(row.batch_cost, tokens, batch)
+        if expected_paid and (est.tokens_known or measured is not None):
+            row.expected_in += expected_tokens[0]
+            row.expected_out += expected_tokens[1]
+        if est.model == NO_MODEL or not (paid or expected_paid):
+            continue
+        entry = models.entry(est.model)
+        by_batch = est.batchable and batchable(entry)
+        direct = _priced(prices, entry, models, False)
+        batch = _priced(prices, entry, models, True) if by_batch else direct
+        now = batch if by_batch and models.gateway.batch.enabled else direct
+        if direct is None:
+            row.notes.add(f"no price for {entry.model}: set gateway.prices")
+        free = now is not None and not any(now)
+        if est.tokens_known or free:
+            row.cost = _add(row.cost, bound_tokens, now)
+            row.batch_cost = _add(row.batch_cost, bound_tokens, batch)
+        else:  # tokens unknown: the bound is unknown unless the model is free
+            row.cost = row.batch_cost = None
+        if est.tokens_known or measured is not None or free:
+            row.expected_cost = _add(row.expected_cost, expected_tokens, now)
+        else:
+            row.expected_cost = None
     records = [
         {
             "benchmark": b,
@@ -322,10 +388,14 @@ def plan_table(
             "calls": r.calls,
             "cached_calls": r.cached,
             "paid_calls": r.calls - r.cached,
+            "expected_calls": round(r.expected_paid),
             "tokens_in": round(r.tokens_in),
             "tokens_out": round(r.tokens_out),
             "tokens_reasoning": round(r.tokens_reasoning),
+            "expected_tokens_in": round(r.expected_in),
+            "expected_tokens_out": round(r.expected_out),
             "cost_usd": None if r.cost is None else round(r.cost, 6),
+            "expected_cost_usd": None if r.expected_cost is None else round(r.expected_cost, 6),
             "batch_cost_usd": None if r.batch_cost is None else round(r.batch_cost, 6),
             "tokens_from": "+".join(sorted(r.sources)) or "-",
             "note": "; ".join(sorted(r.notes)),
@@ -365,10 +435,18 @@ class Plan:
     # adaptive benchmarks: rounds so far, expected further games and their cost (core.run.adaptive_plan);
     # an expectation beside the table, not part of `cost_usd` (the budget check prices jobs, not forecasts)
     adaptive: tuple[Any, ...] = ()
+    # attempts journaled by jobs this plan does not run (a game removed from the schedule, or a job
+    # outside the targets): not unfinished work of this run, said apart with how to clear them
+    not_planned: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def cost_usd(self) -> float | None:
         costs = self.table["cost_usd"]
+        return None if costs.null_count() else float(costs.sum())
+
+    @property
+    def expected_cost_usd(self) -> float | None:
+        costs = self.table["expected_cost_usd"]
         return None if costs.null_count() else float(costs.sum())
 
     @property
@@ -388,17 +466,16 @@ class Plan:
 
     def unfinished_summary(self) -> dict[str, Any]:
         """The unfinished jobs' attempts: how many, of how many jobs, what they cost, their faults."""
-        rows = self.unfinished
-        if rows.is_empty():
-            return {"attempts": 0, "jobs": 0, "answered": 0, "failed": 0, "cost_usd": 0.0}
-        failed = rows.filter(pl.col("error_kind").is_not_null() & (pl.col("error_kind") != "empty")).height
-        return {
-            "attempts": rows.height,
-            "jobs": rows["job"].n_unique(),
-            "answered": rows.height - failed,
-            "failed": failed,
-            "cost_usd": round(float(rows["cost_usd"].fill_null(0.0).sum()), 6),
-        }
+        return attempts_summary(self.unfinished)
+
+    def not_planned_summary(self) -> dict[str, Any]:
+        """The journals of jobs this plan does not run: as `unfinished_summary`, with the jobs and
+        their journal files (what to delete once they are known to be gone from the schedule)."""
+        from pipeline.core.models.journal import journal_path
+
+        jobs = sorted(self.not_planned["job"].unique().to_list()) if not self.not_planned.is_empty() else []
+        journals = [str(path) for job in jobs if (path := journal_path(self.cache_dir, job)) is not None]
+        return {**attempts_summary(self.not_planned), "job_names": jobs, "journals": journals}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -408,10 +485,12 @@ class Plan:
             "spent_usd": round(self.spent_usd, 6),
             "left_usd": None if self.left_usd is None else round(self.left_usd, 6),
             "cost_usd": self.cost_usd,
+            "expected_cost_usd": self.expected_cost_usd,
             "batch_cost_usd": self.batch_cost_usd,
             "ledger": self.ledger,
             "rows": self.table.to_dicts(),
             "unfinished": self.unfinished_summary(),
+            "not_planned": self.not_planned_summary(),
             "cache_dir": self.cache_dir,
             "adaptive": [item.to_json() for item in self.adaptive],
         }
@@ -427,9 +506,11 @@ def make_plan(
 ) -> Plan:
     from pipeline.core.models.journal import unfinished_calls
 
+    estimates = list(estimates)
     ledger = SpendLedger(_ledger_path(models, root))
     table = plan_table(estimates, models, TokenHistory.load(Path(root) / results))
     cache_dir = Path(root) / models.gateway.cache_dir
+    unfinished, not_planned = split_unfinished(unfinished_calls(cache_dir), estimates)
     return Plan(
         table,
         models.gateway.budget_usd,
@@ -437,9 +518,57 @@ def make_plan(
         str(ledger.path),
         time.time(),
         tuple(targets),
-        unfinished_calls(cache_dir),
+        unfinished,
         str(cache_dir),
+        not_planned=not_planned,
     )
+
+
+_CONTENT_ID = re.compile(r"[0-9a-f]{12,}")  # a job's content id, as its wildcards, outputs and command hold it
+
+
+def split_unfinished(
+    rows: pl.DataFrame, estimates: Sequence[tuple[str, PlannedJob, CallEstimate]]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The journaled attempts (`unfinished_calls`) of the jobs these planned jobs finish, and those of
+    any other job. A journal names its job by content id (`whoisspy/<game id>`): it is this run's
+    when a planned job holds the id (its wildcards, its outputs, or its command: a shard's games), or,
+    for a job without an id (`roster`) or a benchmark with a planned model job that shows none (a
+    whole game in one job), when the plan runs a job of its benchmark."""
+    if rows.is_empty():
+        return rows, rows
+    ids: set[str] = set()
+    benches: set[str] = set()
+    opaque: set[str] = set()  # benchmarks with a planned model job whose inner jobs' ids do not show
+    for benchmark, job, estimate in estimates:
+        found = _CONTENT_ID.findall(" ".join([*job.wildcards.values(), *job.outputs, job.command]))
+        ids.update(found)
+        benches.add(benchmark)
+        if not found and (estimate.model != NO_MODEL or estimate.note):
+            opaque.add(benchmark)
+
+    def planned(job: str) -> bool:
+        parts = job.split("/")
+        if _CONTENT_ID.fullmatch(parts[-1]):
+            return parts[-1] in ids or parts[0] in opaque
+        return parts[0] in benches
+
+    ours = [name for name in rows["job"].unique().to_list() if planned(name)]
+    return rows.filter(pl.col("job").is_in(ours)), rows.filter(~pl.col("job").is_in(ours))
+
+
+def attempts_summary(rows: pl.DataFrame) -> dict[str, Any]:
+    """Journaled attempts: how many, of how many jobs, what they cost, their faults."""
+    if rows.is_empty():
+        return {"attempts": 0, "jobs": 0, "answered": 0, "failed": 0, "cost_usd": 0.0}
+    failed = rows.filter(pl.col("error_kind").is_not_null() & (pl.col("error_kind") != "empty")).height
+    return {
+        "attempts": rows.height,
+        "jobs": rows["job"].n_unique(),
+        "answered": rows.height - failed,
+        "failed": failed,
+        "cost_usd": round(float(rows["cost_usd"].fill_null(0.0).sum()), 6),
+    }
 
 
 def _ledger_path(models: ModelsParams, root: str | os.PathLike[str]) -> Path:
@@ -482,29 +611,31 @@ def _money(value: float | None) -> str:
 def render_plan(plan: Plan) -> str:
     lines = [
         (
-            f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls':>7} {'cached':>7} {'tokens in':>10} "
-            f"{'tokens out':>10} {'reasoning':>10} {'cost':>10} {'batch cost':>10}  why"
+            f"{'benchmark':<12} {'model':<18} {'jobs':>4}  {'calls most/expected':>19} {'cached':>7} "
+            f"{'tokens in':>10} {'tokens out':>10} {'reasoning':>10} {'cost most/expected':>21} {'batch cost':>10}  why"
         )
     ]
     for r in plan.table.iter_rows(named=True):
         lines.append(
-            f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>7} {r['cached_calls']:>7} "
-            f"{r['tokens_in']:>10} {r['tokens_out']:>10} {r['tokens_reasoning']:>10} {_money(r['cost_usd']):>10} "
+            f"{r['benchmark']:<12} {r['model']:<18} {r['jobs']:>4}  {r['calls']:>9}/{r['expected_calls'] + r['cached_calls']:<9} "
+            f"{r['cached_calls']:>7} {r['tokens_in']:>10} {r['tokens_out']:>10} {r['tokens_reasoning']:>10} "
+            f"{_money(r['cost_usd']):>10}/{_money(r['expected_cost_usd']):<10} "
             f"{_money(r['batch_cost_usd']):>10}  {r['why']}" + (f"  [{r['note']}]" if r["note"] else "")
         )
     t = plan.table
     lines.append(
-        f"total: {t['jobs'].sum()} job(s), {t['calls'].sum()} call(s) of which {t['cached_calls'].sum()} "
-        f"from the cache, {t['tokens_out'].sum()} output tokens ({t['tokens_reasoning'].sum()} of them reasoning), "
-        f"estimated cost {_money(plan.cost_usd)} ({_money(plan.batch_cost_usd)} with "
-        f"gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
+        "'most' is a bound (every reply at its cap, every re-ask the rules allow, prompts at 3.2 characters "
+        "a token), which the budget check reads; 'expected' comes from earlier games of the model, else the "
+        "game's structure"
+    )
+    lines.append(
+        f"total: {t['jobs'].sum()} job(s), at most {t['calls'].sum()} call(s) (about "
+        f"{int(t['expected_calls'].sum()) + int(t['cached_calls'].sum())} expected) of which {t['cached_calls'].sum()} "
+        f"from the cache, at most {t['tokens_out'].sum()} output tokens ({t['tokens_reasoning'].sum()} of them "
+        f"reasoning); cost at most {_money(plan.cost_usd)}, about {_money(plan.expected_cost_usd)} expected "
+        f"({_money(plan.batch_cost_usd)} at most with gateway.batch.enabled); spent so far {_money(plan.spent_usd)}"
         + ("" if plan.budget_usd is None else f", budget ${plan.budget_usd:g}, left {_money(plan.left_usd)}")
     )
-    if t["tokens_reasoning"].sum() and t.filter(pl.col("tokens_from").str.contains("prompt\\+cap")).height:
-        lines.append(
-            "reasoning tokens not yet measured are counted at each reasoning model's whole allowance "
-            "(an upper bound; one game of each model measures them)"
-        )
     done = plan.unfinished_summary()
     if done["attempts"]:
         lines.append(
@@ -513,6 +644,7 @@ def render_plan(plan: Plan) -> str:
             f"{_money(done['cost_usd'])} spent (inside 'spent so far'); their rows: {UNFINISHED_CALLS} beside plan.json, "
             "and each job's calls table once it finishes"
         )
+    lines += _not_planned_lines(plan)
     lines += [item.line() for item in plan.adaptive]
     if plan.budget_usd is not None and plan.cost_usd is None:
         lines.append(
@@ -520,6 +652,20 @@ def render_plan(plan: Plan) -> str:
             "so a budgeted run refuses to start"
         )
     return "\n".join(lines)
+
+
+def _not_planned_lines(plan: Plan, shown: int = 3) -> list[str]:
+    other = plan.not_planned_summary()
+    if not other["attempts"]:
+        return []
+    journals = other["journals"]
+    more = f" and {len(journals) - shown} more (plan.json: not_planned.journals)" if len(journals) > shown else ""
+    return [
+        f"journals of {other['jobs']} job(s) this run does not plan (a game removed from the schedule, or a job "
+        f"outside these targets): {other['attempts']} provider attempt(s), {_money(other['cost_usd'])} spent "
+        "(inside 'spent so far'), not counted above. Once their games are gone from the schedule, clear them: "
+        f"rm {' '.join(journals[:shown])}{more}"
+    ]
 
 
 def what_to_cut(plan: Plan, limit: int = 3) -> str:
@@ -563,8 +709,27 @@ def _cuts(rows: pl.DataFrame) -> str:
 
 
 # -- after the run: plan against spend -------------------------------------------------------
+COMPARE_COLUMNS: dict[str, Any] = {
+    "benchmark": pl.Utf8,
+    "model": pl.Utf8,
+    "planned_calls": pl.Int64,  # the plan's bound on paid calls
+    "expected_calls": pl.Int64,
+    "spent_calls": pl.Int64,
+    "planned_tokens_in": pl.Int64,
+    "expected_tokens_in": pl.Int64,
+    "spent_tokens_in": pl.Int64,
+    "planned_tokens_out": pl.Int64,
+    "expected_tokens_out": pl.Int64,
+    "spent_tokens_out": pl.Int64,
+    "planned_cost_usd": pl.Float64,  # the bound (null: none could be stated)
+    "expected_cost_usd": pl.Float64,
+    "spent_cost_usd": pl.Float64,
+    "within_bound": pl.Boolean,  # calls, tokens and cost spent at most the plan's bound
+}
+
+
 def compare(plan_json: dict[str, Any]) -> pl.DataFrame:
-    """Estimated against spent per (benchmark, model), from the ledger lines since the plan."""
+    """Bound, expected and spent per (benchmark, model), from the ledger lines since the plan."""
     records = [r for r in SpendLedger(Path(plan_json["ledger"])).records() if r.get("time", 0) >= plan_json["created"]]
     spent: dict[tuple[str, str], list[float]] = {}
     for r in records:
@@ -579,35 +744,32 @@ def compare(plan_json: dict[str, Any]) -> pl.DataFrame:
     for key in sorted(set(planned) | set(spent)):
         p = planned.get(key, {})
         s = spent.get(key, [0, 0, 0, 0.0])
-        if not p.get("paid_calls") and not s[0]:
+        if not p.get("paid_calls") and not p.get("expected_calls") and not s[0]:
             continue  # nothing planned, nothing spent (bots, answers from the cache)
+        bound_cost = p.get("cost_usd", 0.0)
+        tokens_in, tokens_out = int(p.get("tokens_in", 0)), int(p.get("tokens_out", 0))
         rows.append(
             {
                 "benchmark": key[0],
                 "model": key[1],
                 "planned_calls": int(p.get("paid_calls", 0)),
+                "expected_calls": int(p.get("expected_calls", p.get("paid_calls", 0))),
                 "spent_calls": int(s[0]),
-                "planned_tokens_in": int(p.get("tokens_in", 0)),
+                "planned_tokens_in": tokens_in,
+                "expected_tokens_in": int(p.get("expected_tokens_in", tokens_in)),
                 "spent_tokens_in": int(s[1]),
-                "planned_tokens_out": int(p.get("tokens_out", 0)),
+                "planned_tokens_out": tokens_out,
+                "expected_tokens_out": int(p.get("expected_tokens_out", tokens_out)),
                 "spent_tokens_out": int(s[2]),
-                "planned_cost_usd": p.get("cost_usd", 0.0),
+                "planned_cost_usd": bound_cost,
+                "expected_cost_usd": p.get("expected_cost_usd", bound_cost),
                 "spent_cost_usd": round(s[3], 6),
+                "within_bound": s[0] <= int(p.get("paid_calls", 0))
+                and s[2] <= tokens_out
+                and (bound_cost is None or s[3] <= bound_cost + 1e-9),
             }
         )
-    schema = {
-        "benchmark": pl.Utf8,
-        "model": pl.Utf8,
-        "planned_calls": pl.Int64,
-        "spent_calls": pl.Int64,
-        "planned_tokens_in": pl.Int64,
-        "spent_tokens_in": pl.Int64,
-        "planned_tokens_out": pl.Int64,
-        "spent_tokens_out": pl.Int64,
-        "planned_cost_usd": pl.Float64,
-        "spent_cost_usd": pl.Float64,
-    }
-    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema=COMPARE_COLUMNS) if rows else pl.DataFrame(schema=COMPARE_COLUMNS)
 
 
 def relative_error(planned: float | None, spent: float) -> float | None:
@@ -625,24 +787,38 @@ def render_compare(table: pl.DataFrame) -> str:
 
     lines = [
         (
-            f"{'benchmark':<12} {'model':<18} {'calls plan/spent':>17} {'err':>6} {'tokens in':>19} {'err':>6} "
-            f"{'cost plan/spent':>21} {'err':>6}"
+            f"{'benchmark':<12} {'model':<18} {'calls most/expected/spent':>26} {'err':>6} "
+            f"{'tokens out most/spent':>23} {'cost most/expected/spent':>32} {'err':>6}  bound"
         )
     ]
     for r in table.iter_rows(named=True):
+        calls = f"{r['planned_calls']}/{r['expected_calls']}/{r['spent_calls']}"
+        tokens = f"{r['planned_tokens_out']}/{r['spent_tokens_out']}"
+        cost = f"{_money(r['planned_cost_usd'])}/{_money(r['expected_cost_usd'])}/{_money(r['spent_cost_usd'])}"
         lines.append(
-            f"{r['benchmark']:<12} {r['model']:<18} {r['planned_calls']:>8}/{r['spent_calls']:<8} "
-            f"{err(r['planned_calls'], r['spent_calls']):>6} {r['planned_tokens_in']:>9}/{r['spent_tokens_in']:<9} "
-            f"{err(r['planned_tokens_in'], r['spent_tokens_in']):>6} {_money(r['planned_cost_usd']):>10}/"
-            f"{_money(r['spent_cost_usd']):<10} {err(r['planned_cost_usd'], r['spent_cost_usd']):>6}"
+            f"{r['benchmark']:<12} {r['model']:<18} {calls:>26} {err(r['expected_calls'], r['spent_calls']):>6} "
+            f"{tokens:>23} {cost:>32} {err(r['expected_cost_usd'], r['spent_cost_usd']):>6}  "
+            + ("kept" if r["within_bound"] else "EXCEEDED")
         )
     if table.height:
+        over = table.filter(~pl.col("within_bound"))
         lines.append(
-            f"total calls: planned {table['planned_calls'].sum()}, spent {table['spent_calls'].sum()} "
-            f"({err(table['planned_calls'].sum(), table['spent_calls'].sum())}); cost: planned "
-            f"{_money(float(table['planned_cost_usd'].sum()))}, spent {_money(float(table['spent_cost_usd'].sum()))}"
+            f"total calls: at most {table['planned_calls'].sum()}, expected {table['expected_calls'].sum()}, spent "
+            f"{table['spent_calls'].sum()} ({err(table['expected_calls'].sum(), table['spent_calls'].sum())} "
+            f"expected against spent); cost: at most {_money(_total(table['planned_cost_usd']))}, expected "
+            f"{_money(_total(table['expected_cost_usd']))}, spent {_money(float(table['spent_cost_usd'].sum()))}"
         )
+        if over.height:
+            lines.append(
+                "spent beyond the plan's bound: "
+                + ", ".join(f"{r['benchmark']}/{r['model']}" for r in over.iter_rows(named=True))
+                + " (a defect of the plan's estimator: please report it)"
+            )
     return "\n".join(lines)
+
+
+def _total(column: pl.Series) -> float | None:
+    return None if column.null_count() else float(column.sum())
 
 
 def load_plan_json(out: str | os.PathLike[str]) -> dict[str, Any]:

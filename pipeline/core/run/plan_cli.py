@@ -9,13 +9,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from pipeline.core.models.reasoning_seen import SNAPSHOT_ENV
     from pipeline.core.run.launch import NoWorkflow, here_without_snakefile, workflow_snakefile
     from pipeline.core.run.plan import PlanError
+
+    # the plan reads the reasoning sightings from the cache, as its dry run's parse does (never the view
+    # an outer run froze into the environment)
+    os.environ.pop(SNAPSHOT_ENV, None)
 
     workdir = args.workdir or here_without_snakefile()
     try:

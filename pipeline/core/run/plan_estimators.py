@@ -17,8 +17,8 @@ from pipeline.core.run.registry import benchmarks
 
 __all__ = ["PlanContext", "benchmark_of", "estimate_jobs"]
 
-# rules that combine finished games (no model requests)
-AGGREGATES = ("_all", "_rate", "_report", "_rescore")
+# rules that combine finished games or write the adaptive rounds' ledgers (no model requests)
+AGGREGATES = ("_all", "_rate", "_report", "_rescore", "_rounds")
 
 
 # stages that are not benchmarks but call models, by module name (core imports no stage):
@@ -50,11 +50,18 @@ def estimate_jobs(jobs: Iterable[PlannedJob], context: PlanContext) -> list[tupl
     found = []
     for job in jobs:
         benchmark = benchmark_of(job.rule, benches)
-        estimator = registry.get(job.rule)
+        # a key ending in `*` names every rule it begins (rules made per game, e.g. xent_maps_<game>)
+        estimator = registry.get(job.rule) or next(
+            (e for key, e in registry.items() if key.endswith("*") and job.rule.startswith(key[:-1])), None
+        )
         if estimator is not None:
             estimates = estimator(job, context)
         elif benchmark in with_models and not job.rule.endswith(AGGREGATES):
-            estimates = [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0, f"{job.rule}: calls not estimated yet")]
+            estimates = [
+                CallEstimate(
+                    NO_MODEL, job.rule, 0, 0, 0, 0, f"{job.rule}: calls not estimated (no bound)", unbounded=True
+                )
+            ]
         else:
             estimates = [CallEstimate(NO_MODEL, job.rule, 0, 0, 0, 0)]
         found += [(benchmark, job, e) for e in estimates]

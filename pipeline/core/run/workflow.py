@@ -99,6 +99,18 @@ def check_params_dir(directory: str, names: Iterable[str], root: str | Path = ".
         )
 
 
+def freeze_sightings(directory: str, root: str | Path = ".") -> None:
+    """The run's view of reasoning models seen in their replies (pipeline.core.models.reasoning_seen),
+    as this parse sees it, put in the environment its jobs inherit: a sighting made mid-run waits
+    for the next run, so no job's schedule or half-played game changes under it."""
+    from pipeline.core.models.reasoning_seen import SNAPSHOT_ENV, snapshot
+    from pipeline.core.models.roster import load_models
+
+    if SNAPSHOT_ENV in os.environ:  # a job of a run (a cluster job's own Snakemake parses again): its run's view
+        return
+    os.environ[SNAPSHOT_ENV] = snapshot(load_models(Path(root) / directory / "models.yaml"))
+
+
 def check_chosen_params_dir(
     directory: str,
     root: str | Path = ".",

@@ -63,6 +63,14 @@ def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
+def _prior_samples(project: Path) -> float:
+    """SKATE's expected samples per question before any answer (the stopping rule's mean)."""
+    from pipeline.skate.config import load_skate
+    from pipeline.skate.estimators import expected_samples
+
+    return expected_samples(load_skate(project / "params/skate.yaml").answering)
+
+
 def _rows(project: Path) -> dict[tuple[str, str], dict]:
     plan = json.loads((project / "results/plan/plan.json").read_text())
     return {(r["benchmark"], r["model"]): r for r in plan["rows"]}
@@ -74,11 +82,17 @@ def test_plan_counts_calls_before_a_run_and_cache_hits_with_the_gateways_own_key
     assert first.returncode == 0, first.stderr
     rows = _rows(project)
     roster = rows[("roster", "gpt-mini")]
-    assert (roster["calls"], roster["cached_calls"], roster["jobs"]) == (1, 0, 1)
+    # one request expected; a chat model whose reply showed hidden reasoning is asked again: two at most
+    assert (roster["calls"], roster["expected_calls"], roster["cached_calls"], roster["jobs"]) == (2, 1, 0, 1)
     assert roster["why"] == "new job 1" and roster["cost_usd"] > 0
     skate = rows[("skate", "gpt-mini")]
-    # before any question exists: one question per player, adaptive sampling at its cap
-    assert skate["calls"] == 100 and skate["cached_calls"] == 0 and "at most 100 samples" in skate["note"]
+    # before any question exists: one question per player; adaptive sampling at its cap bounds it, the
+    # stopping rule's mean for an answerer of unknown accuracy is expected; the demo params' two strategy
+    # games are a whole game each, and the one under the main game's strategy sends the main game's
+    # requests again (answered by the cache)
+    prior = _prior_samples(project)
+    assert (skate["calls"], skate["expected_calls"], skate["cached_calls"]) == (300, round(2 * prior), 0)
+    assert "10 to 100 samples per question" in skate["note"]
     assert rows[("skate", "oracle-bot")]["calls"] == 0  # bots cost nothing
     assert "gpt-mini" in first.stdout and "budget" not in first.stdout.splitlines()[-1]
 
@@ -106,7 +120,9 @@ def test_plan_counts_calls_before_a_run_and_cache_hits_with_the_gateways_own_key
     assert again.returncode == 0, again.stderr
     skate = _rows(project)[("skate", "gpt-mini")]
     assert skate["cached_calls"] == sent  # every request the job sent is found under its real key
-    assert skate["calls"] == 100 and skate["paid_calls"] == 100 - sent
+    # the main game's cached answers replay and end where they ended: nothing paid expected there; the
+    # no_info game (its own questions) is expected at the stopping rule's mean
+    assert skate["calls"] == 300 and skate["paid_calls"] == 300 - sent and skate["expected_calls"] == round(prior)
 
 
 def test_a_run_whose_plan_exceeds_the_budget_stops_before_the_first_call(project: Path) -> None:
@@ -124,20 +140,25 @@ def test_a_run_whose_plan_exceeds_the_budget_stops_before_the_first_call(project
 
 def test_after_a_run_the_plan_is_compared_with_what_was_spent(project_copy: Path) -> None:
     project = project_copy  # it edits a rule file: a repository copy, whose pipeline/ its processes import
-    _setup(project, budget=1.0)
+    # the bound: the check's request, and a second one with a reasoning allowance should the reply show
+    # hidden reasoning (8,240 tokens at this test's price, 1000x the real one's)
+    _setup(project, budget=10.0)
+    # litellm's mock bills 20 reply tokens whatever the cap, as no provider does: a cap above that
+    check = {"prompt": "Reply with the single word: blue", "expect": "blue", "max_tokens": 24}
+    write_roster(project, [*ROSTER[:3], {**ROSTER[3], "sampling": {"max_tokens": 24}}], check=check)
     run = _run(project, "-m", "snakemake", "roster_all", "--cores", "1")
     assert run.returncode == 0, run.stderr[-2000:]
     assert "run plan against spend" in run.stderr
     compared = {r["model"]: r for r in json.loads((project / "results/plan/compare.json").read_text())["rows"]}
     check = pl.read_parquet(project / "results/roster/check.parquet")
     spent = check.filter(pl.col("name") == "gpt-mini")["cost_usd"].item()
-    assert compared["gpt-mini"]["planned_calls"] == compared["gpt-mini"]["spent_calls"] == 1
-    assert compared["gpt-mini"]["spent_cost_usd"] == pytest.approx(spent)
-    planned = compared["gpt-mini"]["planned_cost_usd"]
-    assert planned > 0 and spent > 0
-    # the error is reported: (plan - spent) / spent, here the reply cap of 8 tokens against the
-    # mock's 20-token reply
-    assert f"{(planned - spent) / spent:+.0%}" in run.stderr
+    row = compared["gpt-mini"]
+    assert row["planned_calls"] == 2 and row["expected_calls"] == row["spent_calls"] == 1
+    assert row["spent_cost_usd"] == pytest.approx(spent)
+    bound, expected = row["planned_cost_usd"], row["expected_cost_usd"]
+    assert bound >= spent > 0 and expected > 0 and row["within_bound"]  # the bound held
+    # the expectation's error is reported: (expected - spent) / spent
+    assert f"{(expected - spent) / spent:+.0%}" in run.stderr and "kept" in run.stderr
 
     rerun = _run(project, "-m", "pipeline", "plan", "roster_all")
     assert "total: 0 job(s)" in rerun.stdout  # nothing left to do, nothing to pay
@@ -149,7 +170,8 @@ def test_after_a_run_the_plan_is_compared_with_what_was_spent(project_copy: Path
     assert changed.returncode == 0, changed.stderr
     row = _rows(project)[("roster", "gpt-mini")]
     assert row["why"] == "changed code 1"
-    assert (row["calls"], row["cached_calls"], row["cost_usd"]) == (1, 1, 0.0)
+    assert (row["calls"], row["cached_calls"], row["expected_calls"]) == (1, 1, 0)  # the cache answers it
+    assert row["expected_cost_usd"] == 0.0
 
 
 def test_game_benchmarks_are_planned_from_their_schedules_and_priced_before_any_game(project: Path) -> None:
@@ -198,13 +220,21 @@ def test_the_plan_samples_a_reasoning_answerer_of_an_exact_skate_game(project: P
     assert planned.returncode == 0, planned.stderr
     rows = _rows(project)
     sets, samples, letter = (skate["answering"][k] for k in ("exact_option_sets", "max_samples", "max_tokens"))
-    # one question (one player): the chat model read exactly, one token per option set
+    # one question (one player) in each of three games: the main game and the params' two strategy
+    # games, one of them the main game's own (its requests again, answered by the cache: not expected)
+    games, expected_games = 3, 2
+    # the chat model read exactly, one token per option set, expected so; bounded with the sampling that
+    # follows a reply without log-probabilities (max_samples letters more)
     exact = rows[("skate", "gpt-mini")]
-    assert exact["calls"] == sets and exact["tokens_out"] == sets and "sampled" not in exact["note"]
+    assert exact["calls"] == games * (sets + samples) and "sampled" not in exact["note"]
+    assert exact["tokens_out"] == games * (sets + samples * letter)
+    assert exact["expected_calls"] == expected_games * sets
     # the reasoning model sampled, at most max_samples letters, each with its reasoning allowance
     sampled = rows[("skate", "thinker")]
-    assert sampled["calls"] == samples and "thinker answers sampled: a reasoning model" in sampled["note"]
-    assert sampled["tokens_out"] == samples * (letter + 1000) and sampled["tokens_reasoning"] == samples * 1000
+    assert sampled["calls"] == games * samples and "thinker answers sampled: a reasoning model" in sampled["note"]
+    assert sampled["tokens_out"] == games * samples * (letter + 1000)
+    assert sampled["tokens_reasoning"] == games * samples * 1000
+    assert sampled["expected_calls"] == round(expected_games * _prior_samples(project))
     shown = _run(project, "-m", "pipeline", "skate", "schedule")
     assert "answerer thinker mode sampled (a reasoning model: reasoning APIs refuse logprobs)" in shown.stdout
     assert "answerer gpt-mini mode exact" in shown.stdout
