@@ -26,10 +26,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pipeline.core.models.roster import ModelsParams, RosterEntry
+# the roster imports this module (load_models reads the sightings): its types stay names here
+RosterEntry = Any
+ModelsParams = Any
 
 FOLDER = "reasoning_seen"
 
