@@ -18,6 +18,7 @@ take either.
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -93,7 +94,8 @@ class TableModel:
         super().__init_subclass__(**kwargs)
         columns: dict[str, Column] = {}
         for klass in reversed(cls.__mro__):
-            for name, annotation in vars(klass).get("__annotations__", {}).items():
+            for name, written in vars(klass).get("__annotations__", {}).items():
+                annotation = annotation_text(written)
                 if name.startswith("_") or annotation.startswith("ClassVar"):
                     continue
                 columns[name] = _column(klass, name, annotation, vars(klass).get(name, FieldInfo()))
@@ -175,6 +177,20 @@ def passes_unchanged(columns: dict[str, Column], strict: bool | str, frame: pl.D
     if not tests:
         return True
     return all(frame.select([t.alias(f"_{i}") for i, t in enumerate(tests)]).row(0))
+
+
+def annotation_text(annotation: Any) -> str:
+    """An annotation as `from __future__ import annotations` writes it (`int | None`), whether the
+    module deferred its annotations or not: a contributor's schema module may do either."""
+    if isinstance(annotation, str):
+        return annotation
+    if annotation is ClassVar or typing.get_origin(annotation) is ClassVar:
+        return "ClassVar"
+    args = typing.get_args(annotation)
+    if len(args) == 2 and type(None) in args:  # `X | None` and `Optional[X]`
+        other = next(a for a in args if a is not type(None))
+        return f"{annotation_text(other)} | None"
+    return annotation.__name__ if isinstance(annotation, type) else repr(annotation)
 
 
 def _column(owner: type, name: str, annotation: str, declared: Any) -> Column:

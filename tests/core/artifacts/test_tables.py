@@ -29,3 +29,28 @@ def test_a_results_table_reads_with_pandas_and_pyarrow(tmp_path: Path) -> None:
     write_table(tmp_path / EVENTS_FILE, frame, RatingEventsSchema)
     loaded = pd.read_parquet(tmp_path / EVENTS_FILE)
     assert loaded.to_dict("list") == frame.to_dict(as_series=False)
+
+
+def test_a_schema_module_without_deferred_annotations_declares_the_same_table(tmp_path: Path) -> None:
+    """A contributor's schema module may leave out `from __future__ import annotations`: its columns are
+    the same (it crashed every command with `startswith() takes at least 1 argument`)."""
+    source = (
+        "from typing import ClassVar, Optional\n"
+        "from pipeline.core.artifacts.tables import Field, TableModel\n"
+        "class Moves(TableModel):\n"
+        "    strict: ClassVar[bool] = True\n"
+        "    game: str\n"
+        "    score: float = Field(ge=0)\n"
+        "    note: str | None = Field(nullable=True)\n"
+        "    seat: Optional[int] = Field(nullable=True)\n"
+    )
+    eager: dict[str, object] = {}
+    exec(compile(source, str(tmp_path / "moves.py"), "exec"), eager)  # annotations evaluated: real types
+    deferred: dict[str, object] = {}
+    exec(compile("from __future__ import annotations\n" + source, str(tmp_path / "later.py"), "exec"), deferred)
+    now, later = eager["Moves"], deferred["Moves"]
+    assert now.__columns__ == later.__columns__  # type: ignore[attr-defined]
+    assert list(now.__columns__) == ["game", "score", "note", "seat"]  # type: ignore[attr-defined]
+    frame = pl.DataFrame({"game": ["g1"], "score": [1.5], "note": ["first"], "seat": [2]})
+    write_table(tmp_path / "moves.parquet", frame, now)
+    assert read_table(tmp_path / "moves.parquet", now).to_dicts() == frame.to_dicts()
