@@ -47,7 +47,7 @@ async def _check_entry(entry: RosterEntry, models: ModelsParams, gateway: Gatewa
         "tokens_out": 0,
         "cost_usd": 0.0,
         "error": None,
-        "budgets": describe(entry),
+        "budgets": "",  # described once the reply is in: it may show a reasoning model
         "follows": None,
     }
     messages = [{"role": "user", "content": models.check.prompt}]

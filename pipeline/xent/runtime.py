@@ -505,16 +505,9 @@ class _Round:
                         pc = last_elicit
                         continue
                     ensure_failures.pop(pc, None)
-                elif ins.op == "beacon":
-                    flags[ins.call.args[0].id] = pc + 1  # type: ignore[attr-defined]
-                elif ins.op == "replay":
-                    times: int = ins.call.args[1].value  # type: ignore[attr-defined]  # an ast.Constant (xgl checks it)
-                    left = replays_left.get(pc, times)
-                    if left > 0:
-                        replays_left[pc] = left - 1
-                        pc = flags[ins.call.args[0].id]  # type: ignore[attr-defined]
-                        continue
-                    replays_left.pop(pc, None)  # an outer loop runs this inner loop again in full
+                elif ins.op in LOOP_OPS:
+                    pc = loop_step(ins, pc, flags, replays_left)
+                    continue
                 pc += 1
         except XGLRuntimeError as exc:
             self.result.error = str(exc)
@@ -665,20 +658,32 @@ def asks_per_round(program: Program) -> int:
     while pc < len(code) and steps < MAX_STEPS:
         steps += 1
         ins = code[pc]
+        if ins.op in LOOP_OPS:
+            pc = loop_step(ins, pc, flags, replays_left)
+            continue
         if ins.op == "elicit":
             asks += len(player_arg(ins)[1]) - 1  # the registers; the last argument is max_tokens
-        elif ins.op == "beacon":
-            flags[ins.call.args[0].id] = pc + 1  # type: ignore[attr-defined]
-        elif ins.op == "replay":
-            times: int = ins.call.args[1].value  # type: ignore[attr-defined]  # an ast.Constant (xgl checks it)
-            left = replays_left.get(pc, times)
-            if left > 0:
-                replays_left[pc] = left - 1
-                pc = flags[ins.call.args[0].id]  # type: ignore[attr-defined]
-                continue
-            replays_left.pop(pc, None)
         pc += 1
     return asks
+
+
+#: the instructions of XGL's loops: `beacon` marks where a loop starts, `replay` jumps back to it
+LOOP_OPS = ("beacon", "replay")
+
+
+def loop_step(ins: Any, pc: int, flags: dict[str, int], replays_left: dict[int, int]) -> int:
+    """The instruction after the `beacon` or `replay` at `pc`: a beacon records its flag; a replay
+    jumps back to its flag while it has repeats left (its count is a literal, xgl checks it)."""
+    if ins.op == "beacon":
+        flags[ins.call.args[0].id] = pc + 1
+        return pc + 1
+    times: int = ins.call.args[1].value
+    left = replays_left.get(pc, times)
+    if left > 0:
+        replays_left[pc] = left - 1
+        return flags[ins.call.args[0].id]
+    replays_left.pop(pc, None)  # an outer loop runs this inner loop again in full
+    return pc + 1
 
 
 async def run_round(

@@ -78,7 +78,7 @@ from pipeline.core.models.limits import (
 )
 from pipeline.core.models.litellm_setup import load_litellm, supported_openai_params
 from pipeline.core.models.reasoning_seen import record_sighting
-from pipeline.core.models.reply_budgets import budget_params, reply_budget
+from pipeline.core.models.reply_budgets import budget_params, reply_budget, reply_cap
 from pipeline.core.models.response_cache import ResponseCache
 from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
 
@@ -172,11 +172,6 @@ def completion_request(
         params["logprobs"] = True
         params["top_logprobs"] = int(top_logprobs)
     return request_key(entry.model, messages, {**params, **entry.extra}, seed, sample_index), params
-
-
-def reply_cap(params: Mapping[str, Any]) -> int:
-    """The token cap a request carries, whichever parameter carries it."""
-    return int(params.get("max_completion_tokens") or params.get("max_tokens") or 0)
 
 
 @dataclass

@@ -20,6 +20,7 @@ think only when asked, so for them the map alone is not enough.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,11 +183,15 @@ def planned_reply_tokens(
     return visible + budget.reasoning
 
 
+def reply_cap(params: Mapping[str, Any]) -> int:
+    """The token cap a request carries, whichever parameter carries it."""
+    return int(params.get("max_completion_tokens") or params.get("max_tokens") or 0)
+
+
 def most_reply_tokens(entry: RosterEntry, kind: str, game_tokens: int | None, benchmark: str | None = None) -> int:
     """The most tokens one reply of this move can bill: the cap its request carries (visible budget
     plus the reasoning allowance, or an Anthropic thinking budget at its provider's minimum)."""
-    params = budget_params(entry, reply_budget(entry, kind, game_tokens, benchmark))
-    return int(params.get("max_completion_tokens") or params["max_tokens"])
+    return reply_cap(budget_params(entry, reply_budget(entry, kind, game_tokens, benchmark)))
 
 
 def empty_at_limit_counts(calls: Any) -> dict[str, int]:
