@@ -15,6 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pipeline  # noqa: F401  (first of the package: sets the offline environment before litellm loads)
 
 # isort: split
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,6 +83,40 @@ def fork_server(request: pytest.FixtureRequest) -> Iterator[ForkServer | None]:
     finally:
         os.environ.pop(FORK_SERVER_VARIABLE, None)
         server.stop()
+
+
+#: a git that commits in a temporary repository whatever the machine's git configuration says
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_SYSTEM": os.devnull,
+}
+
+
+def plan_offline(
+    tmp_path: Path, params: Path, out: str, *targets: str
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`python -m pipeline plan --json` of the params directory `params` in an empty work directory,
+    without API keys or $PIPELINE_PARAMS (a plan needs neither): (the work directory, the run)."""
+    from pipeline.core.run.workflow import PARAMS_ENV
+
+    project = tmp_path / "work"
+    project.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != PARAMS_ENV}
+    command = ["plan", "--workdir", str(project), "--params", str(params), "--json", "--out", out, *targets]
+    planned = subprocess.run(
+        [sys.executable, "-m", "pipeline", *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return project, planned
 
 
 @pytest.fixture(autouse=True)

@@ -11,21 +11,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
+from tests.conftest import GIT_ENV
 from tests.leaderboard.test_leaderboard_helpers import build_results
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def git(root: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_SYSTEM": os.devnull,
-    }
+    env = {**os.environ, **GIT_ENV}
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, env=env).stdout.strip()
 
 

@@ -5,7 +5,6 @@ and how versions follow each other. The end-to-end run with a remote is test_pub
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,18 +13,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
+from tests.conftest import GIT_ENV
 from tests.leaderboard.test_leaderboard_helpers import build_results
 
 REPO = Path(__file__).resolve().parents[2]
 DVC = Path(sys.executable).with_name("dvc")
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
-}
 
 
 def git(root: Path, *args: str) -> str:

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 import yaml
 
+from tests.conftest import GIT_ENV
 from tests.core.run.test_reliability_support import MOCK_ROSTER, PYTHON_BIN, env, make_project, write_models, write_yaml
 from tests.leaderboard.test_leaderboard_browser import ARGS, CHROMIUM, Watched
 
@@ -22,14 +23,6 @@ REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-fake-reliability-tests"  # the key env() exports: it must reach no artifact
 BENCHMARKS_BY_NAME = ("whoisspy", "elimination")
 PARALLEL = {"games_per_job": 64}  # API games many per job, as the repository's params/models.yaml plays them
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_SYSTEM": "/dev/null",
-}
 
 
 def sh(cwd: Path, *cmd: str, ok: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:

@@ -251,30 +251,42 @@ def test_a_killed_runs_attempts_are_in_the_games_calls_table_after_the_rerun(
 
 
 # -- the plan of a half-finished run ------------------------------------------------------------------------
+#: Who is Spy with two mock API models beside two bots, one game per role
+TWO_MOCKS_WHOISSPY = {
+    "players": ["mock-a", "mock-b"],
+    "fill": ["heuristic-bot", "random-bot"],
+    "games_per_role": 1,
+    "variants": ["baseline"],
+    "rules": {"time_limit_s": 600},
+}
+
+
+def two_mock_whoisspy(tmp_path: Path) -> tuple[Path, Any, list[Any]]:
+    """A project whose Who is Spy seats two mock API models beside two bots, one game per role and
+    every game in one shard: (project, its roster, its scheduled games)."""
+    from pipeline.core.models.roster import load_models
+    from pipeline.whoisspy.config import load_whoisspy
+    from pipeline.whoisspy.schedule import build_schedule
+
+    project = make_project(
+        tmp_path / "p", roster=MOCK_ROSTER, whoisspy=TWO_MOCKS_WHOISSPY, parallel={"games_per_job": 64}
+    )
+    models = load_models(project / "params/models.yaml")
+    return project, models, build_schedule(load_whoisspy(project / "params/whoisspy.yaml"), models)
+
+
 @pytest.mark.slow  # Snakemake's real dry run
 def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipeline.cli import main
     from pipeline.core.artifacts.io import write_json_atomic
-    from pipeline.core.models.roster import load_models
     from pipeline.core.run.estimates import PlanContext
     from pipeline.core.run.plan import PlannedJob
-    from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.engine import run_game
     from pipeline.whoisspy.estimators import estimate_game
-    from pipeline.whoisspy.schedule import build_schedule
 
-    whoisspy = {
-        "players": ["mock-a", "mock-b"],
-        "fill": ["heuristic-bot", "random-bot"],
-        "games_per_role": 1,
-        "variants": ["baseline"],
-        "rules": {"time_limit_s": 600},
-    }
-    project = make_project(tmp_path / "p", roster=MOCK_ROSTER, whoisspy=whoisspy, parallel={"games_per_job": 64})
-    models = load_models(project / "params/models.yaml")
-    games = build_schedule(load_whoisspy(project / "params/whoisspy.yaml"), models)
+    project, models, games = two_mock_whoisspy(tmp_path)
     assert len(games) == 4
     out = project / "results/whoisspy/games"
     for spec in games[:3]:  # a run that stopped after three of its four games
@@ -334,20 +346,10 @@ def test_a_game_removed_from_the_schedule_is_no_unfinished_job_of_the_plan(
     clear them, and out of the count and of unfinished_calls.parquet."""
     from pipeline.cli import main
     from pipeline.core.models.journal import journal_path
-    from pipeline.core.models.roster import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
 
-    whoisspy = {
-        "players": ["mock-a", "mock-b"],
-        "fill": ["heuristic-bot", "random-bot"],
-        "games_per_role": 1,
-        "variants": ["baseline"],
-        "rules": {"time_limit_s": 600},
-    }
-    project = make_project(tmp_path / "p", roster=MOCK_ROSTER, whoisspy=whoisspy, parallel={"games_per_job": 64})
-    models = load_models(project / "params/models.yaml")
-    games = build_schedule(load_whoisspy(project / "params/whoisspy.yaml"), models)
+    project, models, games = two_mock_whoisspy(tmp_path)
     killed = next(g for g in games if g.focal == "mock-b")  # a game of mock-b's, killed after one request
     gateway = Gateway(models, job=f"whoisspy/{killed.game_id}", root=project)
     gateway.complete_sync(models.entry("mock-b"), [{"role": "user", "content": "Describe your word"}])
@@ -360,7 +362,9 @@ def test_a_game_removed_from_the_schedule_is_no_unfinished_job_of_the_plan(
     plan = json.loads(capsys.readouterr().out)
     assert plan["unfinished"]["attempts"] == 1 and not plan.get("not_planned", {}).get("attempts")
 
-    write_yaml(project / "params/whoisspy.yaml", {**whoisspy, "players": ["mock-a"]})  # mock-b's games are gone
+    write_yaml(
+        project / "params/whoisspy.yaml", {**TWO_MOCKS_WHOISSPY, "players": ["mock-a"]}
+    )  # mock-b's games are gone
     assert killed.game_id not in {g.game_id for g in build_schedule(load_whoisspy("params/whoisspy.yaml"), models)}
     assert main(["plan", "whoisspy_all"]) == 0
     out = capsys.readouterr().out

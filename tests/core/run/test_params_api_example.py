@@ -9,9 +9,6 @@ schedules build, and the run plan prices it without a key or a network (docs/add
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ import yaml
 from pipeline.core.models.pricing import price_per_token
 from pipeline.core.models.roster import ModelsParams, load_models
 from pipeline.core.run.shards import jobs_for_games, shard_kind
-from pipeline.core.run.workflow import PARAMS_ENV, check_params_dir, required_params
-from tests.conftest import REPO
+from pipeline.core.run.workflow import check_params_dir, required_params
+from tests.conftest import REPO, plan_offline
 
 API = REPO / "params" / "api-example"
 SOURCE = "params/api-example"
@@ -111,30 +108,7 @@ def test_no_file_names_the_embedded_model() -> None:
 
 @pytest.mark.slow  # Snakemake's real dry run of every benchmark
 def test_the_plan_prices_it_offline_and_seats_no_embedded_model(tmp_path: Path, models: ModelsParams) -> None:
-    project = tmp_path / "work"
-    project.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != PARAMS_ENV}
-    planned = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline",
-            "plan",
-            "--workdir",
-            str(project),
-            "--params",
-            str(API),
-            "--json",
-            "--out",
-            "results/api-plan",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    project, planned = plan_offline(tmp_path, API, "results/api-plan")
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert (project / "results/api-plan/plan.json").is_file() and not (project / "params").exists()
     plan = json.loads(planned.stdout)

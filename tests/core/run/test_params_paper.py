@@ -9,9 +9,6 @@ directory or file stops with the path and the fix, and the plan prices the paper
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +33,7 @@ from pipeline.skate.schedule import build_schedule as skate_schedule
 from pipeline.whoisspy.config import VARIANTS, load_whoisspy
 from pipeline.whoisspy.schedule import build_schedule as whoisspy_schedule
 from pipeline.xent.config import load_xent
-from tests.conftest import REPO
+from tests.conftest import REPO, plan_offline
 
 PAPER = REPO / "params" / "paper"
 FILES = ("models.yaml", "elimination.yaml", "whoisspy.yaml", "xent.yaml", "skate.yaml", "leaderboard.yaml")
@@ -226,32 +223,7 @@ def test_a_missing_directory_or_file_names_the_path_and_the_fix(
 @pytest.mark.slow  # Snakemake's real dry run over a few thousand scheduled games
 def test_the_plan_prices_the_paper_roster_offline(tmp_path: Path) -> None:
     # a config, not a copy: the repository's params/paper, planned in an empty work directory
-    project = tmp_path / "work"
-    project.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != PARAMS_ENV}
-    planned = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipeline",
-            "plan",
-            "--workdir",
-            str(project),
-            "--params",
-            str(PAPER),
-            "--json",
-            "--out",
-            "results/paper-plan",
-            "whoisspy_all",
-            "elimination_all",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    project, planned = plan_offline(tmp_path, PAPER, "results/paper-plan", "whoisspy_all", "elimination_all")
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert (project / "results/paper-plan/plan.json").is_file() and not (project / "params").exists()
     plan = json.loads(planned.stdout)

@@ -16,7 +16,7 @@ import yaml
 from pipeline.core.run.plan import CallEstimate, PlannedJob
 from pipeline.core.run.replays import RAN_WITH, explain_new_jobs, record_run
 from pipeline.testing.project import run_workflow
-from tests.conftest import write_roster
+from tests.conftest import GIT_ENV, write_roster
 
 ROSTER = [
     {"name": "graded-50", "bot": "graded", "bot_options": {"skill": 0.5}},
@@ -29,14 +29,6 @@ WHOISSPY = {
     "games_per_role": 1,
     "variants": ["baseline"],
     "rating": {"passes": 2, "bootstrap_resamples": 5},
-}
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_SYSTEM": os.devnull,
 }
 
 
