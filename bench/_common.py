@@ -14,6 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipeline.cpu import pin_cpu_kernels
+
+# the same kernels as every `python -m pipeline` process (pipeline/cpu.py), set before a benchmark
+# imports numpy or torch: a benchmark measures what the pipeline runs
+pin_cpu_kernels()
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 

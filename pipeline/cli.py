@@ -217,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # before the parser's imports load numpy: the same floating point on every CPU (pipeline/cpu.py)
+    from pipeline.cpu import pin_cpu_kernels
+
+    pin_cpu_kernels()
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

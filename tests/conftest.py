@@ -27,9 +27,14 @@ import yaml
 
 from pipeline.core.models.reasoning_seen import SNAPSHOT_ENV as SIGHTINGS_VARIABLE
 from pipeline.core.models.roster import ModelsParams
-from pipeline.forkserver import ADDRESS_VARIABLE as FORK_SERVER_VARIABLE
-from pipeline.forkserver import ForkServer
-from pipeline.forkserver import start as start_fork_server
+from pipeline.cpu import pin_cpu_kernels
+from pipeline.testing.forkserver import ADDRESS_VARIABLE as FORK_SERVER_VARIABLE
+from pipeline.testing.forkserver import ForkServer, client_environment
+from pipeline.testing.forkserver import start as start_fork_server
+
+# As the command line does, before any test module loads numpy or torch (nothing above does): the
+# numbers the tests compute in this process are the same on any CPU (pipeline/cpu.py).
+pin_cpu_kernels()
 
 # The test process keeps what it compiles: pytest's assertion-rewritten test modules (about 4.5
 # CPU-s for the whole suite, paid again by every xdist worker at every run) and the package's own
@@ -68,20 +73,28 @@ LONGEST_FILES = (
 @pytest.fixture(scope="session", autouse=True)
 def fork_server(request: pytest.FixtureRequest) -> Iterator[ForkServer | None]:
     """One warm fork server per test process for the `python -m pipeline` jobs the tests start
-    (pipeline/forkserver.py): each job then skips about 0.7 CPU-s of imports, 3.5 with
+    (pipeline/testing/forkserver.py): each job then skips about 0.7 CPU-s of imports, 3.5 with
     litellm, which the suite's hundreds of jobs paid again and again. A job runs the same either way.
-    Started only where integration tests run (its own imports cost about 3.5 CPU-s; the unit tier
-    starts few jobs); PIPELINE_TEST_FORK_SERVER=0 turns it off."""
+    The jobs reach it through the client hook this puts on PYTHONPATH (a `sitecustomize`), so every
+    interpreter the tests start, directly, through Snakemake or through DVC, finds it; the
+    production entry point knows nothing of it. Started only where integration tests run (its own
+    imports cost about 3.5 CPU-s; the unit tier starts few jobs); PIPELINE_TEST_FORK_SERVER=0 turns
+    it off."""
     wanted = any(item.get_closest_marker("slow") for item in request.session.items)
     if not wanted or os.environ.get("PIPELINE_TEST_FORK_SERVER", "1") == "0":
         yield None
         return
     server = start_fork_server()
-    os.environ[FORK_SERVER_VARIABLE] = server.address
+    saved = dict(os.environ)
+    os.environ.update(client_environment(server.address))
     try:
         yield server
     finally:
-        os.environ.pop(FORK_SERVER_VARIABLE, None)
+        for name in ("PYTHONPATH", FORK_SERVER_VARIABLE):
+            if name in saved:
+                os.environ[name] = saved[name]
+            else:
+                os.environ.pop(name, None)
         server.stop()
 
 

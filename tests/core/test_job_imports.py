@@ -58,16 +58,40 @@ def test_the_job_graph_asks_litellm_once_per_version(tmp_path: Path) -> None:
     assert again_imported == "False"
 
 
-def test_numpy_gives_the_c_librarys_exp_log_and_power_on_any_cpu() -> None:
-    """numpy's AVX-512 exp, log and power differ from the C library's in the last bit; the package
-    turns them off, so a table computed on an AVX-512 machine has the bytes an AVX2 machine gives
-    (and the numpy rating path the compiled kernel's)."""
+#: what `pipeline.cpu.pin_cpu_kernels` sets (ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE where the CPU has AVX2)
+CPU_VARIABLES = ("NPY_DISABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE")
+
+
+def _fresh(program: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k not in CPU_VARIABLES}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, env=env)
+    return done.stdout.strip().splitlines()
+
+
+def test_a_command_pins_the_cpu_kernels_before_numpy_loads_and_importing_the_package_does_not() -> None:
+    """numpy's AVX-512 exp, log and power differ from the C library's in the last bit, OpenBLAS's and
+    torch's kernels by CPU: the command line pins them before its parser loads numpy, so a table
+    computed on an AVX-512 machine has the bytes an AVX2 machine gives. A program that only imports
+    the package keeps its libraries' own choice."""
     program = (
-        "import pipeline, math, numpy as np\n"
+        "import os, sys, math\n"
+        f"names = {CPU_VARIABLES!r}\n"
+        "import pipeline, pipeline.cli\n"
+        "print([n for n in names if n in os.environ], 'numpy' in sys.modules or 'torch' in sys.modules)\n"
+        "import contextlib, io\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    pipeline.cli.main(['--help'])\n"
+        "import numpy as np\n"
+        "print(sorted(n for n in names if n in os.environ))\n"
         "x = np.random.default_rng(0).normal(size=50_000) * 5\n"
         "s = np.abs(x) + 0.1\n"
         "print(sum([(np.exp(x) != [math.exp(v) for v in x]).sum(), (np.log(s) != [math.log(v) for v in s]).sum(),\n"
         "           (s ** -2.0 != [v ** -2.0 for v in s]).sum()]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "0"
+    before, pinned, differing = _fresh(program)
+    assert before == "[] False"  # imported, nothing pinned, and nothing loaded that the pins come too late for
+    from pipeline.cpu import cpu_flags
+
+    avx2 = {"avx2", "fma"} <= cpu_flags()
+    assert pinned == str(sorted(CPU_VARIABLES if avx2 else CPU_VARIABLES[:1]))
+    assert differing == "0"

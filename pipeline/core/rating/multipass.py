@@ -1,14 +1,13 @@
 """TrueSkill rating core, built on the `trueskill` package.
 
-Three implementations give the same numbers (to about 1e-12; tests hold them to 1e-6):
+Two engines give the same numbers (to about 1e-12; tests hold them to 1e-6):
 
-- "reference": the slow, obviously-correct baseline, one `trueskill.TrueSkill.rate` call
-  per game, kept as the tests' oracle;
 - "fast" (default): `pipeline.core.rating.fast`, trueskill's update for single-player
   teams compiled with numba (`pipeline.core.rating.kernel`), all the passes (and bootstrap
   resamples) rated side by side, row after row over the cores;
-- "numpy": the same rows vectorized with numpy instead (the fast path before it was
-  compiled, about 10x slower), kept as the benchmark's baseline.
+- "reference": the `trueskill` package itself, one `trueskill.TrueSkill.rate` call per
+  game: the tests' oracle, and what rates team games and a single row on every path (the
+  compiled engine has no team update, and one row gains nothing from it).
 
 `method="reference"` or the environment variable ``PIPELINE_RATING_METHOD=reference``
 selects the baseline. Orderings (player order inside a game, event order in each pass,
@@ -41,7 +40,7 @@ import polars as pl
 import trueskill
 
 from pipeline.core.rating.events import FreeForAll, Pairwise, RatingEvent, RatingParams, TeamMatch
-from pipeline.core.rating.fast import Engine, compile_events, rate_rows
+from pipeline.core.rating.fast import compile_events, rate_rows
 
 __all__ = [
     "BOOTSTRAP_TAG",
@@ -250,18 +249,15 @@ _MULTI_PASS_SCHEMA: dict[str, Any] = {
 
 
 #: Environment variable choosing the implementation when `method` is not given:
-#: "fast" (default, `pipeline.core.rating.fast` compiled), "reference" (one trueskill call per
-#: game) or "numpy" (`rating_fast`'s numpy engine).
+#: "fast" (default, `pipeline.core.rating.fast` compiled) or "reference" (one trueskill call per game).
 METHOD_ENV = "PIPELINE_RATING_METHOD"
-RatingMethod: TypeAlias = Literal["fast", "reference", "numpy"]
+RatingMethod: TypeAlias = Literal["fast", "reference"]
 
 
 def _method(method: str | None) -> RatingMethod:
     chosen = method if method is not None else os.environ.get(METHOD_ENV, "fast")
-    if chosen not in ("fast", "reference", "numpy"):
-        raise ValueError(
-            f"rating method must be 'fast' or 'reference' (or 'numpy', the fast path uncompiled), got {chosen!r}"
-        )
+    if chosen not in ("fast", "reference"):
+        raise ValueError(f"rating method must be 'fast' or 'reference', got {chosen!r}")
     return chosen  # type: ignore[return-value]
 
 
@@ -275,11 +271,10 @@ def _final_ratings(
     """Final mu and sigma ``[rows, players]`` after rating each row of `sequences`
     (indices into `events`) from fresh priors; NaN for a player a row never met."""
     rows = sequences.shape[0]
-    if method in ("fast", "numpy"):
+    if method == "fast":
         index = {player: j for j, player in enumerate(players)}
         table = compile_events(events, index)
-        engine: Engine = "compiled" if method == "fast" else "numpy"
-        mus, sigmas = rate_rows(table, sequences, len(players), params, engine=engine)
+        mus, sigmas = rate_rows(table, sequences, len(players), params)
         met = np.zeros((rows, len(players)), dtype=bool)
         if sequences.size:
             used = np.zeros(len(events), dtype=bool)
@@ -385,7 +380,7 @@ def pass_ratings(
     """Every pass's final ratings: (players sorted by name, mu and sigma ``[passes, players]``).
 
     Pass p rates the events in the order ``pass_orders(len(events), passes, seed)[p]``.
-    `method` "fast" (default), "reference" or "numpy" (environment variable
+    `method` "fast" (default) or "reference" (environment variable
     ``PIPELINE_RATING_METHOD`` when not given); they agree to about 1e-12.
     """
     events = list(events)

@@ -1,9 +1,8 @@
-"""The fast (vectorized) TrueSkill passes against the reference, one trueskill call per game."""
+"""The fast (compiled) TrueSkill passes against the reference, one trueskill call per game."""
 
 from __future__ import annotations
 
 import glob
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -185,9 +184,10 @@ def test_method_switch_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(METHOD_ENV, "reference")
     by_env = multi_pass(events, ZERO_DRAW, passes=2, seed=0)
     assert by_env.equals(multi_pass(events, ZERO_DRAW, passes=2, seed=0, method="reference"))
-    monkeypatch.setenv(METHOD_ENV, "quick")
-    with pytest.raises(ValueError, match="'fast' or 'reference'"):
-        multi_pass(events, ZERO_DRAW, passes=2, seed=0)
+    for gone in ("quick", "numpy"):  # "numpy": the removed numpy engine
+        monkeypatch.setenv(METHOD_ENV, gone)
+        with pytest.raises(ValueError, match="'fast' or 'reference'"):
+            multi_pass(events, ZERO_DRAW, passes=2, seed=0)
 
 
 def test_ties_with_zero_draw_probability_raise_in_fast_path() -> None:
@@ -210,24 +210,6 @@ def _rows_of(events: list[RatingEvent], rows: int, seed: int) -> np.ndarray:
     return np.stack([rng.permutation(len(events)) for _ in range(rows)])
 
 
-@pytest.mark.parametrize(
-    ("ties", "params"),
-    [(False, ZERO_DRAW), (False, ELIMINATION), (True, RatingParams(draw_probability=0.25))],
-    ids=["no-draw", "elimination", "ties"],
-)
-def test_compiled_engine_equals_numpy_engine_bit_for_bit(ties: bool, params: RatingParams) -> None:
-    # Same arithmetic in the same order: not close, equal. Games of 2-8 players in one call,
-    # so lanes of one step split by size; 37 rows leave a partial block of lanes.
-    events = corpus(11, ties=ties)
-    players = sorted({p for e in events for p in e.players})
-    table = compile_events(events, {p: j for j, p in enumerate(players)})
-    sequences = _rows_of(events, 37, seed=3)
-    compiled = rate_rows(table, sequences, len(players), params, engine="compiled", threads=1)
-    vectorized = rate_rows(table, sequences, len(players), params, engine="numpy")
-    assert compiled[0].tobytes() == vectorized[0].tobytes()
-    assert compiled[1].tobytes() == vectorized[1].tobytes()
-
-
 def test_compiled_engine_same_bytes_for_any_threads() -> None:
     events = corpus(12)
     players = sorted({p for e in events for p in e.players})
@@ -238,36 +220,6 @@ def test_compiled_engine_same_bytes_for_any_threads() -> None:
         again = rate_rows(table, sequences, len(players), ELIMINATION, threads=threads)
         assert again[0].tobytes() == one[0].tobytes()
         assert again[1].tobytes() == one[1].tobytes()
-
-
-def test_public_methods_fast_and_numpy_give_identical_frames() -> None:
-    events = corpus(13)
-    fast = rating_summary(events, ELIMINATION, 6, 1, resamples=4, bootstrap_passes=2, method="fast")
-    numpy_rows = rating_summary(events, ELIMINATION, 6, 1, resamples=4, bootstrap_passes=2, method="numpy")
-    assert fast.equals(numpy_rows)
-
-
-@pytest.mark.parametrize("engine", ["compiled", "numpy"])
-def test_failure_raises_in_both_engines_from_a_later_step(engine: str) -> None:
-    # Row 1 fails only at its second game; the call raises whichever engine runs it.
-    params = RatingParams(beta=0.2, tau=0.0, draw_probability=0.0)
-    names = ["p0", "p1", "p2"]
-    table = compile_events(
-        [FreeForAll({"p0": 0, "p1": 1, "p2": 2}), FreeForAll({"p0": 2, "p1": 1, "p2": 0})],
-        dict(zip(names, range(3))),
-    )
-    # Gaps of 10 at sigma 0.1: the favourites' win is computable, the upset is not.
-    start = (np.tile([20.0, 10.0, 0.0], (2, 1)), np.full((2, 3), 0.1))
-    fine, _ = rate_rows(table, np.array([[0, 0]]), 3, params, start=(start[0][:1], start[1][:1]), engine=engine)  # type: ignore[arg-type]
-    assert np.isfinite(fine).all()
-    with pytest.raises(FloatingPointError):
-        rate_rows(table, np.array([[0, 0], [0, 1]]), 3, params, start=start, engine=engine)  # type: ignore[arg-type]
-
-
-def test_unknown_engine_is_refused() -> None:
-    table = compile_events([Pairwise("a", "b", "a")], {"a": 0, "b": 1})
-    with pytest.raises(ValueError, match="engine"):
-        rate_rows(table, np.zeros((1, 1), dtype=np.int64), 2, ZERO_DRAW, engine="fortran")  # type: ignore[arg-type]
 
 
 def test_kernel_cache_stays_out_of_the_source_tree(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -289,21 +241,8 @@ def test_kernel_cache_stays_out_of_the_source_tree(monkeypatch: pytest.MonkeyPat
     assert not glob.glob(str(source_dir / "__pycache__" / "kernel*.nb*"))
 
 
-def test_compiled_engine_falls_back_to_numpy_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
-    events = corpus(14, n_events=40)
-    players = sorted({p for e in events for p in e.players})
-    table = compile_events(events, {p: j for j, p in enumerate(players)})
-    sequences = _rows_of(events, 5, seed=5)
-    compiled = rate_rows(table, sequences, len(players), ZERO_DRAW)
-    monkeypatch.setitem(sys.modules, "pipeline.core.rating.kernel", None)  # import fails
-    fallback = rate_rows(table, sequences, len(players), ZERO_DRAW)
-    assert fallback[0].tobytes() == compiled[0].tobytes()
-    assert fallback[1].tobytes() == compiled[1].tobytes()
-
-
 def test_kernel_schedule_constants_are_trueskills() -> None:
-    from pipeline.core.rating import fast as rating_fast
     from pipeline.core.rating import kernel as rating_kernel
 
-    assert rating_kernel._MIN_DELTA == trueskill.DELTA == rating_fast._MIN_DELTA
-    assert rating_kernel._MAX_SWEEPS == rating_fast._MAX_SWEEPS == 10
+    assert rating_kernel._MIN_DELTA == trueskill.DELTA
+    assert rating_kernel._MAX_SWEEPS == 10

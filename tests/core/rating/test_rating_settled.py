@@ -5,15 +5,16 @@ well-sampled field with clear skill gaps does."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 from pipeline.cli import main
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics
 from pipeline.core.rating.multipass import (
     MIN_SETTLED_GAMES,
     MIN_SETTLED_RESAMPLES,
@@ -44,22 +45,9 @@ def field(n_games: int, skill: dict[str, float], seed: int = 0) -> list[RatingEv
     return events
 
 
-def contract(summary) -> dict[str, dict]:  # type: ignore[no-untyped-def]
-    """metrics.json rows as the benchmarks write them from `rating_summary`."""
-    return {
-        row["player"]: {
-            "trueskill_mu": row["mu"],
-            "trueskill_sigma": row["sigma"],
-            "trueskill_mu_lo": row["mu_lo"],
-            "trueskill_mu_hi": row["mu_hi"],
-            "trueskill_rank": row["rank"],
-            "trueskill_rank_lo": row["rank_lo"],
-            "trueskill_rank_hi": row["rank_hi"],
-            "trueskill_games": row["events"],
-            "trueskill_resamples": row["resamples"],
-        }
-        for row in summary.iter_rows(named=True)
-    }
+def contract(summary: pl.DataFrame) -> MetricsRecord:
+    """The metrics record as the benchmarks build it from `rating_summary`."""
+    return MetricsRecord(models={row["player"]: ModelMetrics.rated(row, {}) for row in summary.iter_rows(named=True)})
 
 
 GAPS = {"top": 12.0, "upper": 8.0, "lower": 4.0, "bottom": 0.0}
@@ -112,8 +100,8 @@ def test_compare_says_separable_only_with_the_evidence(tmp_path: Path, capsys: p
     (results / "whoisspy").mkdir(parents=True)
     many = rating_summary(field(60, GAPS, seed=3), PARAMS, passes=2, seed=5, resamples=40, bootstrap_passes=1)
     few = rating_summary(field(2, GAPS, seed=3), PARAMS, passes=2, seed=5, resamples=40, bootstrap_passes=1)
-    (results / "elimination" / "metrics.json").write_text(json.dumps(contract(many)))
-    (results / "whoisspy" / "metrics.json").write_text(json.dumps(contract(few)))
+    contract(many).write(results / "elimination" / "metrics.json")
+    contract(few).write(results / "whoisspy" / "metrics.json")
     # the mean percentile board: the joint fit reads rated events, which these results do not have
     params = tmp_path / "leaderboard.yaml"
     params.write_text('version: "1.0"\ncombined: {method: mean_percentile}\n')

@@ -1,6 +1,7 @@
-"""The tests' fork server (pipeline/forkserver.py) as a job sees it: a command it runs prints,
+"""The tests' fork server (pipeline/testing/forkserver.py) as a job sees it: a command it runs prints,
 fails and exits as the same command run alone; a killed client takes its command down with it;
-what it must not run (a project copy's own code, `run`) runs in the client."""
+what it must not run (a project copy's own code, `run`) runs in the client; and the production
+entry point never reaches it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.forkserver import ADDRESS_VARIABLE, ForkServer
+from pipeline.testing.forkserver import ADDRESS_VARIABLE, CLIENT_HOOK, ForkServer, client_environment
 from pipeline.testing.loopback import LoopbackServer
 
 pytestmark = pytest.mark.slow  # subprocesses and a loopback provider; and the server starts where slow tests run
@@ -37,7 +38,7 @@ def server(fork_server: ForkServer | None) -> ForkServer:
 def pipeline(args: list[str], address: str | None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != ADDRESS_VARIABLE}
     if address:
-        env[ADDRESS_VARIABLE] = address
+        env = client_environment(address, env)
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
@@ -48,7 +49,7 @@ def delegated(args: list[str], address: str, cwd: Path = REPO) -> str:
     program = textwrap.dedent(
         f"""
         import sys
-        from pipeline.forkserver import delegate
+        from pipeline.testing.forkserver import delegate
         status = delegate({address!r}, {args!r})
         print('STATUS', status, file=sys.stderr)
         """
@@ -73,10 +74,38 @@ def test_what_the_server_must_not_run_runs_in_the_client(server: ForkServer, tmp
     shutil.copytree(REPO / "pipeline", copy / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
     assert delegated(["whoisspy", "--help"], server.address, cwd=copy) == "STATUS 0"
     # ... one whose code differs is not: the server would run the code it imported, not the copy's
-    with (copy / "pipeline/whoisspy/rules.smk").open("a") as rules:
+    with (copy / "pipeline/skate/rules.smk").open("a") as rules:
         rules.write("\n# edited\n")
     assert delegated(["whoisspy", "--help"], server.address, cwd=copy) == "STATUS None"
     assert delegated(["whoisspy", "--help"], str(tmp_path / "no-server.sock")) == "STATUS None"
+
+
+def imported_by_the_client(env: dict[str, str]) -> set[str]:
+    """The modules `python -m pipeline --help` imported in its own process (not in a fork)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pipeline", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "usage:" in done.stdout
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_only_the_tests_hook_reaches_the_server_never_the_entry_point(server: ForkServer) -> None:
+    """`python -m pipeline` itself ignores PIPELINE_FORK_SERVER: the command runs in its own process.
+    With the tests' hook on PYTHONPATH the same command goes to the server, and the client imports
+    nothing of the package."""
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    alone = imported_by_the_client({**plain, ADDRESS_VARIABLE: server.address})
+    assert {"pipeline", "pipeline.cli"} <= alone
+    served_env = client_environment(server.address, plain)
+    assert served_env["PYTHONPATH"] == str(CLIENT_HOOK)
+    served = imported_by_the_client(served_env)  # the help printed, by the server's fork
+    assert not {name for name in served if name == "pipeline" or name.startswith("pipeline.")}
 
 
 def descendants(pid: int) -> set[int]:
@@ -103,7 +132,7 @@ def test_a_command_ends_with_its_client(server: ForkServer, tmp_path: Path, how:
     with LoopbackServer(latency_s=10, max_seconds=60) as provider:
         roster = {"roster": [{"name": "slow", "model": "openai/slow", "extra": {"api_base": provider.url}}]}
         (tmp_path / "models.yaml").write_text(yaml.safe_dump(roster))
-        env = {**os.environ, ADDRESS_VARIABLE: server.address, "OPENAI_API_KEY": "sk-fake"}
+        env = {**client_environment(server.address), "OPENAI_API_KEY": "sk-fake"}
         client = subprocess.Popen(
             [sys.executable, "-m", "pipeline", "ask", "slow", "hello", "--params", "models.yaml"],
             cwd=tmp_path,

@@ -1,23 +1,30 @@
-"""A fork server for `python -m pipeline` job commands: a warm process that has imported the package
-and its heavy dependencies (litellm, polars, pydantic) once, and forks a copy of itself per command.
+"""The tests' fork server for `python -m pipeline` job commands: a warm process that has imported the
+package and its heavy dependencies (litellm, polars, pydantic) once, and forks a copy of itself per
+command.
 
 Every Snakemake job is a fresh `python -m pipeline ...` process, and a job that talks to a model
-imports litellm first: about 3.5 CPU-s before its first request, about 0.7 for any other job. A
-test suite or a long tournament on few cores runs hundreds of such jobs. With
-`PIPELINE_FORK_SERVER` naming a server's socket, `python -m pipeline` hands its command to the
-server instead (`delegate`) and waits; without it, or when the server cannot take the command, the
-process runs the command itself, as always. `make test` starts one server per test worker
-(tests/conftest.py); `python -m pipeline.forkserver SOCKET` starts one by hand.
+imports litellm first: about 3.5 CPU-s before its first request, about 0.7 for any other job. The
+test suite runs hundreds of such jobs on few cores. The production entry point knows nothing of
+this (`pipeline/__main__.py` runs the command): the tests reach the server through Python's own
+start-up hook instead. `pipeline/testing/fork_client/` holds a `sitecustomize` module; with that
+folder on PYTHONPATH and `PIPELINE_FORK_SERVER` naming a server's socket, an interpreter started
+as `python -m pipeline ARGS` hands ARGS to the server (`delegate`) before it imports anything of
+the package, and waits; without them, or when the server cannot take the command, the process
+runs the command itself, as always. tests/conftest.py starts one server per test worker and sets
+both variables (`start`, `client_environment`); `python -m pipeline.testing.forkserver SOCKET`
+starts one by hand.
 
 What a forked command gets is what a fresh process would have: the client's arguments, working
-directory, environment and standard streams (passed as file descriptors), and its own process
-group. Its exit status, or the signal that ended it, becomes the client's. What stays the server's:
-modules already imported (so settings read at import time are the server's; the package reads its
-own, in `pipeline/__init__.py`, before anything else, and the client sends the environment it set)
-and the hash seed. Declined, and run by the client itself:
+directory, environment, module search path and standard streams (passed as file descriptors), and
+its own process group; the package's import-time settings (`pipeline.OFFLINE_ENVIRONMENT`) and the CPU pinning of
+the command line (`pipeline.cpu`) are applied to that environment as a fresh process would apply
+them. Its exit status, or the signal that ended it, becomes the client's. What stays the server's:
+modules already imported (so settings read at import time are the server's) and the hash seed.
+Declined, and run by the client itself:
 - a package whose files differ from those the server imported (a project copy with code of its
-  own, or a file edited since the server started): the client sends a digest of its package's
-  files (about 15 ms), so a copy of the same code is served and stale code never runs;
+  own, or a file edited since the server started): the client sends a digest of the package that
+  `python -m pipeline` would import from its directory (about 15 ms), so a copy of the same code
+  is served and stale code never runs;
 - `run` and `plan`, which start Snakemake and own its process group and terminal;
 - a job of a cluster scheduler (SLURM_JOB_ID set): it runs on its node, within its allocation.
 Module state set at import is the one hazard: anything naming "this process" must read its pid at
@@ -27,6 +34,9 @@ Each command gets a supervisor between the server and it (the server never waits
 supervisor reports the command's end to the client, forwards the client's signals to the command's
 process group, and when the client dies (SIGKILL included, seen as the socket closing) kills that
 group, so nothing outlives the process that Snakemake or a test started.
+
+The client half (`delegate`) runs inside `sitecustomize`, before the package can be imported: this
+module imports nothing but the standard library at its top.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import atexit
 import contextlib
 import gc
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -53,6 +64,8 @@ from typing import Any
 
 #: the environment variable naming the server's socket
 ADDRESS_VARIABLE = "PIPELINE_FORK_SERVER"
+#: the folder whose `sitecustomize` hands `python -m pipeline` commands to the server (on PYTHONPATH)
+CLIENT_HOOK = Path(__file__).resolve().parent / "fork_client"
 #: commands the client always runs itself (they start Snakemake and hold its process group)
 NOT_DELEGATED = frozenset({"run", "plan"})
 #: signals a client passes on to its command
@@ -60,10 +73,9 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signa
 _HEADER = struct.Struct("!I")
 
 
-def package_digest() -> str:
-    """A digest of every file of the `pipeline` package this process runs (names and contents,
-    caches aside): a server runs a command only for the code it imported."""
-    root = Path(__file__).resolve().parent
+def package_digest(root: Path) -> str:
+    """A digest of every file of the package in `root` (names and contents, caches aside): a server
+    runs a command only for the code it imported."""
     digest = hashlib.blake2b(digest_size=16)
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
@@ -76,8 +88,35 @@ def package_digest() -> str:
     return digest.hexdigest()
 
 
+def command_package() -> Path | None:
+    """The folder of the `pipeline` package that `python -m pipeline` run here imports (the current
+    directory comes first, as `-m` puts it), found without importing it."""
+    saved = sys.path[:]
+    if not sys.flags.safe_path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec("pipeline")
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        sys.path[:] = saved
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
 # ---------------------------------------------------------------------------------------------
-# client: `python -m pipeline` with PIPELINE_FORK_SERVER set
+# client: `python -m pipeline` started with the client hook on PYTHONPATH and PIPELINE_FORK_SERVER set
+
+
+def client_environment(address: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default: this process's) with what sends `python -m pipeline` commands to the server
+    at `address`: its socket, and the client hook first on PYTHONPATH."""
+    env = dict(os.environ if environ is None else environ)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(CLIENT_HOOK)]
+    env["PYTHONPATH"] = os.pathsep.join([str(CLIENT_HOOK), *paths])
+    env[ADDRESS_VARIABLE] = address
+    return env
 
 
 def delegate(address: str, argv: list[str]) -> int | None:
@@ -87,16 +126,20 @@ def delegate(address: str, argv: list[str]) -> int | None:
         return None
     if os.environ.get("SLURM_JOB_ID"):  # a cluster job runs where its scheduler put it, within its limits
         return None
+    package = command_package()
+    if package is None:
+        return None
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         client.connect(address)
         request = json.dumps(
             {
                 "argv": argv,
-                "argv0": sys.argv[0],
+                "argv0": str(package / "__main__.py"),  # what runpy makes sys.argv[0]
                 "cwd": os.getcwd(),
                 "env": dict(os.environ),
-                "package": package_digest(),
+                "path": ([] if sys.flags.safe_path else [os.getcwd()]) + sys.path,  # as `-m` will have it
+                "package": package_digest(package),
             }
         ).encode()
         socket.send_fds(client, [_HEADER.pack(len(request))], [0, 1, 2])
@@ -148,7 +191,11 @@ def preload() -> None:
 
 def serve(address: str) -> None:
     """Accept commands at `address` until the process that started the server is gone."""
-    own = package_digest()  # before the imports: a file edited meanwhile makes every client differ
+    from pipeline.cpu import pin_cpu_kernels
+
+    # the digest before the imports: a file edited meanwhile makes every client differ
+    own = package_digest(Path(__file__).resolve().parents[1])
+    pin_cpu_kernels()  # as the command line does, before the imports below load numpy
     preload()
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -326,6 +373,8 @@ def _run_command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        sys.path[:] = request["path"]  # the client's PYTHONPATH: what it imports beyond the package
+        _fresh_process_settings()
         sys.argv = [request["argv0"], *request["argv"]]
         for stream in (sys.stdout, sys.stderr):
             if hasattr(stream, "reconfigure"):
@@ -345,6 +394,17 @@ def _run_command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -
         traceback.print_exc()
         code = 1
     _end(code)
+
+
+def _fresh_process_settings() -> None:
+    """What a fresh `python -m pipeline` sets in its environment before the command runs (the
+    client sent its environment before importing anything of the package)."""
+    import pipeline
+    from pipeline.cpu import pin_cpu_kernels
+
+    for name, value in pipeline.OFFLINE_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    pin_cpu_kernels()
 
 
 def _exit_code(value: object) -> int:
@@ -395,7 +455,7 @@ def start(folder: str | os.PathLike[str] | None = None) -> ForkServer:
     where = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="pipeline-fs-"))
     address = str(where / "server.sock")
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.forkserver", address],
+        [sys.executable, "-m", "pipeline.testing.forkserver", address],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )
