@@ -216,12 +216,10 @@ def run_import(
     )
     metrics = metric_tables.metrics_json(board, stats)
     if opponent_rates:
-        extra = metric_tables.opponent_rate_metrics(
-            rating_events(tables["final_ranks"]), board, rating_params(settings)
+        metrics = metrics.with_metrics(
+            metric_tables.opponent_rate_metrics(rating_events(tables["final_ranks"]), board, rating_params(settings))
         )
-        for model, values in metrics.items():
-            values.update(extra.get(model, {}))
-    write_json_atomic(out / "metrics.json", metrics)
+    metrics.write(out / "metrics.json")
     report = build_report(corpus, settings.ranks)
     write_json_atomic(out / "import_report.json", report)
     say(

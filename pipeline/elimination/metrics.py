@@ -20,11 +20,12 @@ words a model wrote stay measurable when `words.cut` is on), `wins` / `first_out
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics, Rating
 
 if TYPE_CHECKING:
     from pipeline.core.rating.events import RatingEvent, RatingParams
@@ -256,12 +257,6 @@ def rank_distribution(final_ranks: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 6)
-    return value
-
-
 # model_stats columns copied into metrics.json: the original's metrics with the counts behind them,
 # then ours (the keys the leaderboard and older runs know stay as they were)
 STATS_IN_METRICS = (
@@ -289,31 +284,21 @@ STATS_IN_METRICS = (
     "invalid_votes",
     "empty_at_token_limit",
 )
+#: leaderboard columns copied into metrics.json under the original's names (mu, sigma and rank
+#: repeat the rating's trueskill_* keys)
+BOARD_IN_METRICS = ("rank", "mu", "mu_rel", "sigma", "mu_lo", "mu_hi", "points_sum", "avg_points")
 
 
-def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """`{model: {metric: value}}` for `dvc metrics` (stable keys, no NaN)."""
+def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> MetricsRecord:
+    """The metrics record: per model of the leaderboard its rating and rated games (games with another
+    model at the table), the leaderboard's columns and its social metrics."""
     stats_by_model = {row["model"]: row for row in stats.iter_rows(named=True)}
-    result: dict[str, dict[str, Any]] = {}
+    models = {}
     for row in leaderboard.iter_rows(named=True):
         s = stats_by_model.get(row["model"], {})
-        result[row["model"]] = {
-            k: _clean(v)
-            for k, v in {
-                "rank": row["rank"],
-                "mu": row["mu"],
-                "mu_rel": row["mu_rel"],
-                "sigma": row["sigma"],
-                "mu_lo": row["mu_lo"],
-                "mu_hi": row["mu_hi"],
-                "games": row["games"],
-                "points_sum": row["points_sum"],
-                "avg_points": row["avg_points"],
-                **{key: s.get(key) for key in STATS_IN_METRICS},
-                **trueskill_metrics(row),
-            }.items()
-        }
-    return result
+        metrics = {key: row[key] for key in BOARD_IN_METRICS} | {key: s.get(key) for key in STATS_IN_METRICS}
+        models[row["model"]] = ModelMetrics(rating=board_rating(row), games=row["rated_games"], metrics=metrics)
+    return MetricsRecord(models=models)
 
 
 def opponent_rate_metrics(
@@ -337,19 +322,18 @@ def opponent_rate_metrics(
         for row in leaderboard.iter_rows(named=True)
         if row["sigma"] is not None and row["sigma"] > 0
     }
-    return opponent_rates(events, ratings, params).metrics(ratings, digits=6)
+    return opponent_rates(events, ratings, params).metrics(ratings)
 
 
-def trueskill_metrics(row: dict[str, Any]) -> dict[str, Any]:
-    """The keys every benchmark's metrics.json shares (see the rating contract)."""
-    return {
-        "trueskill_mu": row["mu"],
-        "trueskill_sigma": row["sigma"],
-        "trueskill_mu_lo": row["mu_lo"],
-        "trueskill_mu_hi": row["mu_hi"],
-        "trueskill_rank": row["rank"],
-        "trueskill_rank_lo": row["rank_lo"],
-        "trueskill_rank_hi": row["rank_hi"],
-        "trueskill_games": row["rated_games"],
-        "trueskill_resamples": row["resamples"],
-    }
+def board_rating(row: dict[str, Any]) -> Rating:
+    """A leaderboard row's rating, as every benchmark's metrics.json carries it."""
+    return Rating(
+        mu=row["mu"],
+        sigma=row["sigma"],
+        mu_lo=row["mu_lo"],
+        mu_hi=row["mu_hi"],
+        rank=row["rank"],
+        rank_lo=row["rank_lo"],
+        rank_hi=row["rank_hi"],
+        resamples=row["resamples"],
+    )

@@ -20,17 +20,16 @@ from pipeline.leaderboard.combine import (
     BenchmarkBoard,
     Calibration,
     CombinedEntry,
-    benchmark_board,
     calibration,
     flat_leaderboard,
     joint_combined,
     mean_percentile,
 )
-from pipeline.leaderboard.config import LeaderboardParams, headline_keys
+from pipeline.leaderboard.config import LeaderboardParams
 from pipeline.leaderboard.markdown import render_markdown
 from pipeline.leaderboard.notes import load_releases
 from pipeline.leaderboard.site import BenchmarkSite, build_site
-from pipeline.leaderboard.sources import load_benchmark_results
+from pipeline.leaderboard.sources import benchmark_boards, load_benchmark_results
 from pipeline.leaderboard.stamp import Stamp, git_commit
 
 
@@ -127,10 +126,7 @@ def build_leaderboard(
 ) -> Built:
     started = time.perf_counter()
     benchmark_names = load_benchmark_results(results, params.benchmarks)
-    boards = [
-        benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
-        for name, bench in benchmark_names.items()
-    ]
+    boards = benchmark_boards(params, benchmark_names)
     roster = roster_view(models)
     combined = combined_board(params, benchmark_names, boards, roster)
     checks = calibrations(boards, combined, roster)

@@ -10,10 +10,14 @@ Otherwise they are derived from rating intervals (bootstrap `mu_lo/mu_hi`, else
 mu +/- z * sigma): a model's best possible rank counts only the models whose whole interval lies
 above its own; its worst counts every model not wholly below it.
 
+Each benchmark's ratings come from its metrics.json, read as the metrics record
+(pipeline/core/artifacts/metrics_record.py): a file that is not one stops the build, naming the file,
+the model and the key.
+
 Honest uncertainty: an interval counts only when `pipeline.core.rating.multipass.interval_settled` says
-so, from the evidence each metrics.json gives (`trueskill_games`, else `games`, and
-`trueskill_resamples`): a bootstrap of at least MIN_SETTLED_RESAMPLES resamples over at least
-MIN_SETTLED_GAMES games per model. Otherwise (no bootstrap, a few games, unknown evidence) the
+so, from the evidence the record gives (each model's rated `games` and the `resamples`): a bootstrap
+of at least MIN_SETTLED_RESAMPLES resamples over at least MIN_SETTLED_GAMES games per model.
+Otherwise (no bootstrap, a few games) the
 model's rank interval is the whole field, it is marked "unsettled", and its rating interval does
 not narrow anyone else's rank interval.
 
@@ -34,6 +38,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.metrics_record import DIGITS, MetricsRecord, MetricValue, rounded
 from pipeline.core.rating import MIN_SETTLED_GAMES, MIN_SETTLED_RESAMPLES
 from pipeline.core.rating.joint import JointSettings, joint_fit, kendall_tau
 from pipeline.core.rating.multipass import (
@@ -44,8 +49,6 @@ from pipeline.core.rating.multipass import (
     resamples_text,
     settled_rank_interval,
 )
-
-DIGITS = 4
 
 #: The rule in words, for the tables' notes and verdicts.
 SETTLED_RULE = (
@@ -59,17 +62,17 @@ SETTLED_NEEDS = f"needs {MIN_SETTLED_GAMES}+ games per model and {MIN_SETTLED_RE
 class Rating:
     model: str
     mu: float
-    sigma: float | None
+    sigma: float
     mu_lo: float | None
     mu_hi: float | None
+    games: int  # its rated games on the benchmark (the metrics record's one definition)
+    resamples: int  # bootstrap resamples behind the intervals (0: no bootstrap)
     rank: int = 0
     rank_lo: int = 0
     rank_hi: int = 0
-    interval_source: str = ""  # "bootstrap ranks" | "bootstrap ratings" | "mu ± z·sigma" | "none"
+    interval_source: str = ""  # "bootstrap ranks" | "bootstrap ratings" | "mu ± z·sigma"
     # the rating interval the rank interval was derived from (bootstrap, else mu +/- z sigma)
     interval: tuple[float, float] | None = None
-    games: int | None = None  # rating events behind the rating (None: not given)
-    resamples: int | None = None  # bootstrap resamples behind the intervals (None: not given)
     settled: bool = False  # interval_settled(games, resamples) with a bootstrap interval
     # what a chart draws: the rating interval when settled, else TrueSkill's own mu +/- z sigma
     chart_interval: tuple[float, float] | None = None
@@ -102,18 +105,10 @@ class BenchmarkBoard:
 
     def evidence(self) -> str:
         """The evidence behind the board's intervals, e.g. "1–2 games per model, 20 resamples"."""
-        games = sorted({r.games for r in self.ratings.values() if r.games is not None})
-        if not games:
-            played = "games per model unknown"
-        else:
-            played = f"{games[0]}" if len(games) == 1 else f"{games[0]}–{games[-1]}"
-            played += " games per model"
-            if any(r.games is None for r in self.ratings.values()):
-                played += " (unknown for some)"
-        resamples = sorted({r.resamples for r in self.ratings.values() if r.resamples is not None})
-        if not resamples or any(r.resamples is None for r in self.ratings.values()):
-            boot = "resamples unknown" if not resamples else "resamples unknown for some"
-        elif len(resamples) == 1:
+        games = sorted({r.games for r in self.ratings.values()})
+        played = (f"{games[0]}" if len(games) == 1 else f"{games[0]}–{games[-1]}") + " games per model"
+        resamples = sorted({r.resamples for r in self.ratings.values()})
+        if len(resamples) == 1:
             boot = resamples_text(resamples[0])
         else:
             boot = "/".join(str(v) for v in resamples) + " resamples"
@@ -156,21 +151,9 @@ class CombinedEntry:
         return len(self.played)
 
 
-def _number(value: Any) -> float | int | None:
-    """A finite number (ints stay ints), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, int):
-        return value
-    return None if math.isnan(value) or math.isinf(value) else float(value)
-
-
-def _count(value: Any) -> int | None:
-    """A non-negative whole number (games, resamples), else None."""
-    number = _number(value)
-    if number is None or number < 0 or (isinstance(number, float) and not number.is_integer()):
-        return None
-    return int(number)
+def _shown(value: MetricValue) -> float | int | None:
+    """A headline metric's value as the board shows it: a number (a yes/no or a list is not one)."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def overlapping(entries: dict[str, Any], model: str) -> list[str]:
@@ -183,25 +166,14 @@ def overlapping(entries: dict[str, Any], model: str) -> list[str]:
     ]
 
 
-def benchmark_board(
-    name: str, metrics: dict[str, dict[str, Any]], headline_keys: list[str], z: float
-) -> BenchmarkBoard:
-    """Ratings of one benchmark from its metrics.json (the contract's trueskill_* keys, or older ones)."""
+def benchmark_board(name: str, metrics: MetricsRecord, headline_keys: list[str], z: float) -> BenchmarkBoard:
+    """Ratings of one benchmark from its metrics record (a model without a rating is left out)."""
     ratings: dict[str, Rating] = {}
     given_ranks: dict[str, tuple[int, int, int]] = {}
-    for model, row in metrics.items():
-        mu = _number(row.get("trueskill_mu", row.get("mu")))
-        if mu is None:
-            continue
-        sigma = _number(row.get("trueskill_sigma", row.get("sigma")))
-        lo = _number(row.get("trueskill_mu_lo", row.get("mu_lo")))
-        hi = _number(row.get("trueskill_mu_hi", row.get("mu_hi")))
-        games = _count(row.get("trueskill_games", row.get("games")))
-        ratings[model] = Rating(model, mu, sigma, lo, hi, games=games, resamples=_count(row.get("trueskill_resamples")))
-        given = [row.get(k) for k in ("trueskill_rank", "trueskill_rank_lo", "trueskill_rank_hi")]
-        whole = [r for r in given if isinstance(r, int) and not isinstance(r, bool)]
-        if len(whole) == len(given):
-            given_ranks[model] = (whole[0], whole[1], whole[2])
+    for model, (rated, row) in metrics.rated().items():
+        ratings[model] = Rating(model, rated.mu, rated.sigma, rated.mu_lo, rated.mu_hi, row.games, rated.resamples)
+        if rated.rank_lo is not None and rated.rank_hi is not None:
+            given_ranks[model] = (rated.rank, rated.rank_lo, rated.rank_hi)
     n = len(ratings)
     if ratings and len(given_ranks) == len(ratings):
         source = "bootstrap ranks"
@@ -216,12 +188,9 @@ def benchmark_board(
         if bootstrap:
             source = "bootstrap ratings"
             intervals = {m: (r.mu_lo, r.mu_hi) for m, r in ratings.items()}
-        elif all(r.sigma is not None for r in ratings.values()):
-            source = "mu ± z·sigma"
-            intervals = {m: (r.mu - z * r.sigma, r.mu + z * r.sigma) for m, r in ratings.items() if r.sigma is not None}
         else:
-            source = "none"
-            intervals = {m: (r.mu, r.mu) for m, r in ratings.items()}
+            source = "mu ± z·sigma"
+            intervals = {m: (r.mu - z * r.sigma, r.mu + z * r.sigma) for m, r in ratings.items()}
         for rating in ratings.values():
             # without a bootstrap nothing is settled, whatever the games
             rating.settled = bootstrap and interval_settled(rating.games, rating.resamples)
@@ -240,15 +209,12 @@ def benchmark_board(
         bootstrap_interval = (
             (rating.mu_lo, rating.mu_hi) if rating.mu_lo is not None and rating.mu_hi is not None else None
         )
-        own = (rating.mu - z * rating.sigma, rating.mu + z * rating.sigma) if rating.sigma is not None else None
-        if rating.settled:
-            rating.chart_interval = bootstrap_interval or rating.interval
-        else:
-            rating.chart_interval = own or bootstrap_interval or rating.interval
+        own = (rating.mu - z * rating.sigma, rating.mu + z * rating.sigma)
+        rating.chart_interval = (bootstrap_interval or rating.interval) if rating.settled else own
     ordered = dict(sorted(ratings.items(), key=lambda item: (item[1].rank, -item[1].mu, item[0])))
     headline = {
-        model: {key: value for key in headline_keys if (value := _number(metrics[model].get(key))) is not None}
-        for model in metrics
+        model: {key: value for key in headline_keys if (value := _shown(row.metrics.get(key))) is not None}
+        for model, row in metrics.models.items()
     }
     return BenchmarkBoard(name, ordered, headline, source)
 
@@ -292,10 +258,6 @@ def mean_percentile(boards: list[BenchmarkBoard]) -> dict[str, CombinedEntry]:
     return dict(sorted(entries.items(), key=lambda item: (item[1].rank, item[0])))
 
 
-def _round(value: float | int | None) -> float | int | None:
-    return value if value is None or isinstance(value, int) else round(value, DIGITS)
-
-
 def flat_leaderboard(
     boards: list[BenchmarkBoard], combined: dict[str, CombinedEntry]
 ) -> dict[str, dict[str, float | int]]:
@@ -304,9 +266,9 @@ def flat_leaderboard(
     for model, entry in combined.items():
         out.setdefault(model, {}).update(
             {
-                "combined_score": _round(entry.score),
-                "combined_score_lo": _round(entry.score_lo),
-                "combined_score_hi": _round(entry.score_hi),
+                "combined_score": rounded(entry.score),
+                "combined_score_lo": rounded(entry.score_lo),
+                "combined_score_hi": rounded(entry.score_hi),
                 "combined_rank": entry.rank,
                 "combined_rank_lo": entry.rank_lo,
                 "combined_rank_hi": entry.rank_hi,
@@ -321,28 +283,24 @@ def flat_leaderboard(
         prefix = board.name
         for model, rating in board.ratings.items():
             row = out.setdefault(model, {})
-            row[f"{prefix}_trueskill_mu"] = _round(rating.mu)
-            for key, value in (
-                ("trueskill_sigma", rating.sigma),
-                ("trueskill_mu_lo", rating.mu_lo),
-                ("trueskill_mu_hi", rating.mu_hi),
-            ):
+            row[f"{prefix}_trueskill_mu"] = rounded(rating.mu)
+            row[f"{prefix}_trueskill_sigma"] = rounded(rating.sigma)
+            for key, value in (("trueskill_mu_lo", rating.mu_lo), ("trueskill_mu_hi", rating.mu_hi)):
                 if value is not None:
-                    row[f"{prefix}_{key}"] = _round(value)
+                    row[f"{prefix}_{key}"] = rounded(value)
             row[f"{prefix}_rank"] = rating.rank
             row[f"{prefix}_rank_lo"] = rating.rank_lo
             row[f"{prefix}_rank_hi"] = rating.rank_hi
             row[f"{prefix}_not_separable"] = len(board.not_separable(model))
             row[f"{prefix}_settled"] = int(rating.settled)
-            for key, count in (("trueskill_games", rating.games), ("trueskill_resamples", rating.resamples)):
-                if count is not None:
-                    row[f"{prefix}_{key}"] = count
+            row[f"{prefix}_trueskill_games"] = rating.games
+            row[f"{prefix}_trueskill_resamples"] = rating.resamples
             if board.size >= 2:
-                row[f"{prefix}_percentile"] = _round(board.percentile(rating.rank))
+                row[f"{prefix}_percentile"] = rounded(board.percentile(rating.rank))
         for model, values in board.headline.items():
             row = out.setdefault(model, {})
             for key, value in values.items():
-                row[f"{prefix}_{key}"] = _round(value)
+                row[f"{prefix}_{key}"] = rounded(value)
     return {model: {k: v for k, v in sorted(row.items()) if v is not None} for model, row in sorted(out.items())}
 
 
@@ -400,11 +358,11 @@ def rating_separation(a: Rating | None, b: Rating | None) -> str:
 
 def _pair_evidence(a: Rating, b: Rating) -> str:
     """e.g. "2 vs 1 games per model, 20 resamples"."""
-    games = " vs ".join("?" if r.games is None else str(r.games) for r in (a, b)) + " games per model"
+    games = f"{a.games} vs {b.games} games per model"
     if a.resamples == b.resamples:
         boot = resamples_text(a.resamples)
     else:
-        boot = " vs ".join("?" if r.resamples is None else str(r.resamples) for r in (a, b)) + " resamples"
+        boot = f"{a.resamples} vs {b.resamples} resamples"
     return f"{games}, {boot}"
 
 

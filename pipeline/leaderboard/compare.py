@@ -17,16 +17,15 @@ from pipeline.leaderboard.combine import (
     SETTLED_RULE,
     BenchmarkBoard,
     Rating,
-    benchmark_board,
     combined_separation,
     mu_text,
     rank_text,
     rating_separation,
     score_text,
 )
-from pipeline.leaderboard.config import LeaderboardParams, headline_keys, load_leaderboard_params
+from pipeline.leaderboard.config import LeaderboardParams, load_leaderboard_params
 from pipeline.leaderboard.report import Report
-from pipeline.leaderboard.sources import load_benchmark_results
+from pipeline.leaderboard.sources import benchmark_boards, load_benchmark_results
 
 
 def rating_cell(r: Rating | None) -> str:
@@ -115,10 +114,7 @@ def models_seen(boards: list[BenchmarkBoard]) -> set[str]:
 
 def compare_report(params: LeaderboardParams, results: Path, a: str, b: str) -> Report:
     benches = load_benchmark_results(results, params.benchmarks)
-    boards = [
-        benchmark_board(name, bench.metrics or {}, headline_keys(params, name), params.interval_z)
-        for name, bench in benches.items()
-    ]
+    boards = benchmark_boards(params, benches)
     known = models_seen(boards)
     missing = [m for m in (a, b) if m not in known]
     if missing:

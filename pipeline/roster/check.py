@@ -151,6 +151,8 @@ def run_roster_check(models: ModelsParams, out_dir: str | Path, gateway: Gateway
     checked = run_job(lambda gw: check_roster(models, gw), gateway)  # batch API when gateway.batch.enabled
     table = write_table(out / "check.parquet", checked, RosterCheckSchema, sort_by=["name"])
     gateway.write_calls(out / "calls.parquet")
+    # not a benchmark's metrics record (core/artifacts/metrics_record.py): no rating and no games,
+    # and the leaderboard never reads it; DVC tracks it to show a roster entry that stopped answering
     metrics = {
         row["name"]: {
             # latency and cost depend on the run (a cached answer costs nothing): check.parquet

@@ -17,7 +17,6 @@ two rankings (1: same order).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from itertools import combinations, pairwise
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.metrics_record import read_metrics
 from pipeline.skate.config import SkateParams
 from pipeline.skate.ranking import question_games, ratings
 
@@ -117,8 +117,8 @@ def stability_summary(stability: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def strategy_rows(strategy: str, folder: Path) -> list[dict[str, Any]]:
-    """One row per model of one strategy's game, from its metrics.json."""
-    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    """One row per model of one strategy's game, from its metrics.json (read as the metrics record)."""
+    metrics = read_metrics(folder / "metrics.json").to_json()
     keys = (
         "trueskill_mu",
         "trueskill_sigma",

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics, Rating
 from pipeline.core.rating.multipass import RatingParams
 
 CONFIDENT = 0.5
@@ -171,72 +172,55 @@ def metrics_json(
     setters: Sequence[str] | None = None,
     history: pl.DataFrame | None = None,
     headline: str = "multipass",
-) -> dict[str, dict[str, float | int | None]]:
-    """{model: {metric: value}}: numbers only, null where a metric does not apply.
+) -> MetricsRecord:
+    """The metrics record: per model its rating in the primary ranking mode and its rated games (the
+    pairwise comparisons it took part in), and its own metrics, null where one does not apply.
 
-    trueskill_mu / trueskill_sigma (and _mu_lo, _mu_hi, _rank, _rank_lo, _rank_hi) repeat the primary
-    ranking mode's headline: the mean over shuffled passes (`multipass`, with bootstrap intervals)
-    or, with headline `sequential`, the paper's single pass in game order (no intervals).
-    trueskill_sequential_mu / _sigma are the single pass whatever the headline."""
+    The rating is the primary mode's headline: the mean over shuffled passes (`multipass`, with
+    bootstrap intervals) or, with headline `sequential`, the paper's single pass in game order (no
+    intervals). trueskill_<mode>_mu / _sigma give every mode's multi-pass rating, and
+    trueskill_sequential_mu / _sigma the single pass whatever the headline."""
     if setters is None:
         setters = sorted(set(pcorrect["setter"].to_list()))
     skill = skills(pcorrect, models, setters)
     sequential = sequential_ratings(history) if history is not None else {}
     sequential_rank = _sequential_ranks(sequential, primary)
-    result: dict[str, dict[str, float | int | None]] = {}
+    result: dict[str, ModelMetrics] = {}
     for model in models:
         entry: dict[str, float | int | None] = {}
+        rating: Rating | None = None
+        games = 0
         for row in ratings.filter(pl.col("player") == model).iter_rows(named=True):
-            entry[f"trueskill_{row['mode']}_mu"] = round(row["mu"], 4)
-            entry[f"trueskill_{row['mode']}_sigma"] = round(row["sigma"], 4)
+            entry[f"trueskill_{row['mode']}_mu"] = row["mu"]
+            entry[f"trueskill_{row['mode']}_sigma"] = row["sigma"]
             if row["mode"] == primary:
-                entry["trueskill_mu"] = round(row["mu"], 4)
-                entry["trueskill_sigma"] = round(row["sigma"], 4)
-                for bound in ("mu_lo", "mu_hi"):
-                    entry[f"trueskill_{bound}"] = None if row.get(bound) is None else round(row[bound], 4)
-                for key in ("rank", "rank_lo", "rank_hi"):
-                    entry[f"trueskill_{key}"] = row.get(key)
-                # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
-                entry["trueskill_games"] = row.get("events")
-                entry["trueskill_resamples"] = row.get("resamples")
+                rating, games = Rating.from_summary(row), row["events"]
         if (primary, model) in sequential:
             mu, sigma = sequential[(primary, model)]
-            entry["trueskill_sequential_mu"], entry["trueskill_sequential_sigma"] = round(mu, 4), round(sigma, 4)
+            entry["trueskill_sequential_mu"], entry["trueskill_sequential_sigma"] = mu, sigma
             if headline == "sequential":
-                entry.update(
-                    trueskill_mu=round(mu, 4),
-                    trueskill_sigma=round(sigma, 4),
-                    trueskill_mu_lo=None,
-                    trueskill_mu_hi=None,
-                    trueskill_rank=sequential_rank[model],
-                    trueskill_rank_lo=None,
-                    trueskill_rank_hi=None,
-                    trueskill_resamples=0,
-                )
-        for name, value in skill[model].items():
-            entry[name] = None if value is None else round(value, 4)
+                rating = Rating(mu=mu, sigma=sigma, rank=sequential_rank[model], resamples=0)
+        entry.update(skill[model])
         answered = pcorrect.filter(pl.col("answerer") == model)
         entry["questions_answered"] = answered.height
-        entry["p_correct_mean"] = round(_series_mean(answered["p_correct"]), 4) if answered.height else None
-        entry["answer_calls_mean"] = round(_series_mean(answered["samples"]), 2) if answered.height else None
+        entry["p_correct_mean"] = _series_mean(answered["p_correct"]) if answered.height else None
+        entry["answer_calls_mean"] = _series_mean(answered["samples"]) if answered.height else None
         # how this model answered: 1 when every p(correct) came from log-probabilities; exact_share
         # is the share of its questions scored so (0: sampled, e.g. a reasoning model in an exact game)
         entry["exact_mode"] = int(answered.height > 0 and bool((answered["mode"] == "exact").all()))
-        entry["exact_share"] = round(float(_series_mean(answered["mode"] == "exact")), 4) if answered.height else None
+        entry["exact_share"] = float(_series_mean(answered["mode"] == "exact")) if answered.height else None
         if "outside_mass" in answered.columns:  # how much of the answer distribution was not a letter
             outside = answered["outside_mass"].drop_nulls()
-            entry["outside_mass_mean"] = round(_series_mean(outside), 4) if outside.len() else None
-            entry["unparsed_share"] = round(_series_mean(answered["unparsed_share"]), 4) if answered.height else None
+            entry["outside_mass_mean"] = _series_mean(outside) if outside.len() else None
+            entry["unparsed_share"] = _series_mean(answered["unparsed_share"]) if answered.height else None
         mine = setter_rounds.filter(pl.col("setter") == model)
         if mine.height:
             entry["questions_entered"] = mine.filter(pl.col("outcome") == "question").height
             attempts = questions.filter(pl.col("setter") == model)
             entry["attempts"] = attempts.height
-            entry["valid_rate"] = round(
-                attempts.filter(pl.col("status") != "invalid").height / max(1, attempts.height), 4
-            )
-        result[model] = entry
-    return result
+            entry["valid_rate"] = attempts.filter(pl.col("status") != "invalid").height / max(1, attempts.height)
+        result[model] = ModelMetrics(rating=rating, games=games if rating is not None else 0, metrics=entry)
+    return MetricsRecord(models=result)
 
 
 def opponent_rate_metrics(

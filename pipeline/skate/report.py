@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import polars as pl
 
-from pipeline.core.artifacts import CallsSchema, read_table, write_json_atomic, write_table, write_text_atomic
+from pipeline.core.artifacts import CallsSchema, read_table, write_table, write_text_atomic
 from pipeline.core.models import empty_at_limit_counts
 from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.skate.config import SkateParams
@@ -233,8 +233,7 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
     )
     # replies cut by the token limit before any visible text (a reasoning model out of allowance)
     starved = empty_at_limit_counts(read_table(out / "calls.parquet", CallsSchema))
-    for model, entry in metrics.items():
-        entry["empty_at_token_limit"] = starved.get(model, 0)
+    metrics = metrics.with_metrics({model: {"empty_at_token_limit": starved.get(model, 0)} for model in metrics.models})
     rounds = params.rounds
     if params.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); a fixed game's as before
         rates = opponent_rate_metrics(
@@ -247,11 +246,10 @@ def write_report(params: SkateParams, out: str | Path) -> dict[str, Any]:
             pass_threshold=params.ranking.pass_threshold,
             params=params.ranking.rating_params(),
         )
-        for model, entry in metrics.items():
-            entry.update(rates.get(model, {}))
+        metrics = metrics.with_metrics(rates)
         rounds = int(cast(int, pcorrect["round"].max() or 0))  # the rounds played: `rounds` is no length here
-    write_json_atomic(out / "metrics.json", metrics)
+    metrics.write(out / "metrics.json")
     from pipeline.skate.plots import write_plots  # altair: about 0.3 CPU-s, which a rate job does not need
 
     write_plots(out, rating_history, skill_frame, cumulative_by_round(pcorrect, rounds, params.players), variance)
-    return metrics
+    return metrics.to_json()

@@ -1,7 +1,8 @@
 """From game records to tidy tables, per-model metrics, TrueSkill and the variants comparison.
 
 Metrics per model (over the seats it played): win rate as spy, as civilian and overall; average
-score, pooled and per role; ranking points (100 + sum of scores - games); vote accuracy (civilian
+score, pooled and per role; ranking points (100 + sum of scores - seats: a model filling two
+seats of a game pays for each); its seats; vote accuracy (civilian
 votes naming the spy / civilian votes cast, abstentions not counted: under the paper's parse any
 reply that is not exactly a candidate's name is one); foul rate (descriptions with a foul /
 descriptions), pooled and per role;
@@ -34,6 +35,7 @@ from typing import Any, Literal
 import polars as pl
 
 from pipeline.core.artifacts import read_record, seed_from
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics, Rating
 from pipeline.core.rating.multipass import Pairwise, RatingEvent, RatingParams, TeamMatch, rating_summary
 from pipeline.whoisspy.config import VARIANTS, RatingSettings
 from pipeline.whoisspy.records import SpeechEvent, VoteEvent, WhoIsSpyGame, as_game
@@ -207,9 +209,9 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
     spy = pl.col("role") == "spy"
     civ = pl.col("role") == "civilian"
     frame = seats.group_by(list(by)).agg(
-        games=pl.len(),
-        games_spy=spy.sum(),
-        games_civilian=civ.sum(),
+        seats=pl.len(),
+        seats_spy=spy.sum(),
+        seats_civilian=civ.sum(),
         score_sum=pl.col("score").sum(),
         avg_score=pl.col("score").mean(),
         avg_score_spy=pl.col("score").filter(spy).mean(),
@@ -228,7 +230,7 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
         avg_survival_rounds=pl.col("rounds_survived").mean(),
     )
     return frame.with_columns(
-        points=START_POINTS + pl.col("score_sum") - COST_PER_GAME * pl.col("games"),
+        points=START_POINTS + pl.col("score_sum") - COST_PER_GAME * pl.col("seats"),
         vote_accuracy=_rate(pl.col("hits"), pl.col("civilian_votes")),
         foul_rate=_rate(pl.col("foul_speeches"), pl.col("speeches")),
         foul_rate_spy=_rate(pl.col("_fouls_spy"), pl.col("_speeches_spy")),
@@ -236,9 +238,9 @@ def model_metrics(seats: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.Dat
         win_rate=pl.col("win_rate").cast(pl.Float64),
         win_rate_spy=pl.col("win_rate_spy").cast(pl.Float64),
         win_rate_civilian=pl.col("win_rate_civilian").cast(pl.Float64),
-        games_spy=pl.col("games_spy").cast(pl.Int64),
-        games_civilian=pl.col("games_civilian").cast(pl.Int64),
-        games=pl.col("games").cast(pl.Int64),
+        seats_spy=pl.col("seats_spy").cast(pl.Int64),
+        seats_civilian=pl.col("seats_civilian").cast(pl.Int64),
+        seats=pl.col("seats").cast(pl.Int64),
     ).drop("hits", "_speeches_spy", "_fouls_spy", "_speeches_civilian", "_fouls_civilian")
 
 
@@ -316,21 +318,21 @@ def leaderboard(seats: pl.DataFrame, variant: str, rating_table: pl.DataFrame, i
 
 def variants_table(seats: pl.DataFrame, rank_variant: str = "baseline") -> pl.DataFrame:
     """Tidy: model (and "(all)"), variant, metric, value, the rank variant's value, the difference,
-    and `games`: the seats behind the value (a per-role metric counts that role's seats only)."""
+    and `seats`: the seats behind the value (a per-role metric counts that role's seats only)."""
     per_model = model_metrics(seats, by=("model", "variant"))
     overall = model_metrics(seats, by=("variant",)).with_columns(model=pl.lit(ALL_MODELS))
     wide = pl.concat([per_model, overall.select(per_model.columns)], how="vertical")
-    index = ["model", "variant", "games", "games_spy", "games_civilian"]
+    index = ["model", "variant", "seats", "seats_spy", "seats_civilian"]
     long = wide.unpivot(index=index, on=list(VARIANT_METRICS), variable_name="metric")
     role = pl.col("metric").replace_strict(_METRIC_ROLE, default="")
     long = long.with_columns(
         pl.col("value").cast(pl.Float64),
-        games=pl.when(role == "spy")
-        .then("games_spy")
+        seats=pl.when(role == "spy")
+        .then("seats_spy")
         .when(role == "civilian")
-        .then("games_civilian")
-        .otherwise("games"),
-    ).drop("games_spy", "games_civilian")
+        .then("seats_civilian")
+        .otherwise("seats"),
+    ).drop("seats_spy", "seats_civilian")
     base = long.filter(pl.col("variant") == rank_variant).select("model", "metric", baseline="value")
     out = long.join(base, on=["model", "metric"], how="left").with_columns(delta=pl.col("value") - pl.col("baseline"))
     order = {v: i for i, v in enumerate(VARIANTS)}
@@ -338,20 +340,15 @@ def variants_table(seats: pl.DataFrame, rank_variant: str = "baseline") -> pl.Da
         out.with_columns(pl.col("variant").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
         .sort(["model", "_order", "metric"])
         .drop("_order")
-        .select("model", "variant", "metric", "value", "baseline", "delta", "games")
+        .select("model", "variant", "metric", "value", "baseline", "delta", "seats")
     )
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 4)
-    return value
-
-
+#: the leaderboard's columns a model's metrics.json row carries besides its rating (the record's)
 LEADERBOARD_METRICS: tuple[str, ...] = (
     "rank",
     "points",
-    "games",
+    "seats",
     "avg_score",
     "win_rate",
     "win_rate_spy",
@@ -363,15 +360,6 @@ LEADERBOARD_METRICS: tuple[str, ...] = (
     "foul_rate_spy",
     "foul_rate_civilian",
     "avg_survival_rounds",
-    "mu",
-    "sigma",
-    "mu_lo",
-    "mu_hi",
-    "trueskill_rank",
-    "trueskill_rank_lo",
-    "trueskill_rank_hi",
-    "trueskill_games",
-    "trueskill_resamples",
 )
 
 
@@ -381,25 +369,43 @@ def empty_replies(seats: pl.DataFrame) -> dict[str, int]:
     return {r["model"]: int(r["empty_at_token_limit"]) for r in counts.iter_rows(named=True)}
 
 
+def _board_rating(row: dict[str, Any]) -> Rating | None:
+    if row["mu"] is None:
+        return None
+    return Rating(
+        mu=row["mu"],
+        sigma=row["sigma"],
+        mu_lo=row["mu_lo"],
+        mu_hi=row["mu_hi"],
+        rank=row["trueskill_rank"],
+        rank_lo=row["trueskill_rank_lo"],
+        rank_hi=row["trueskill_rank_hi"],
+        resamples=row["trueskill_resamples"],
+    )
+
+
 def metrics_json(
     board: pl.DataFrame, variants: pl.DataFrame, rank_variant: str, seats: pl.DataFrame | None = None
-) -> dict[str, dict[str, Any]]:
-    """`{model: {metric: value}}`: the leaderboard's metrics, plus `<variant>_<metric>` for the others,
-    and with `seats` each model's `empty_at_token_limit` (replies the token limit emptied, every variant)."""
-    out: dict[str, dict[str, Any]] = {}
+) -> MetricsRecord:
+    """The metrics record: per model its rating and rated games, the leaderboard's metrics, `<variant>_<metric>`
+    for the other variants, and with `seats` its `empty_at_token_limit` (replies the token limit emptied,
+    every variant). A model seated only in other variants has no rating."""
     empty = empty_replies(seats) if seats is not None else None
+    own: dict[str, dict[str, Any]] = {}
     for row in board.iter_rows(named=True):
-        out[row["model"]] = {
-            ("trueskill_" + k if k in ("mu", "sigma", "mu_lo", "mu_hi") else k): _clean(row[k])
-            for k in LEADERBOARD_METRICS
-        }
+        own[row["model"]] = {key: row[key] for key in LEADERBOARD_METRICS}
         if empty is not None:
-            out[row["model"]]["empty_at_token_limit"] = empty.get(row["model"], 0)
-    for row in variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS)).iter_rows(
-        named=True
-    ):
-        out.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = _clean(row["value"])
-    return {model: dict(sorted(values.items())) for model, values in sorted(out.items())}
+            own[row["model"]]["empty_at_token_limit"] = empty.get(row["model"], 0)
+    others = variants.filter((pl.col("variant") != rank_variant) & (pl.col("model") != ALL_MODELS))
+    for row in others.iter_rows(named=True):
+        own.setdefault(row["model"], {})[f"{row['variant']}_{row['metric']}"] = row["value"]
+    rows = {row["model"]: row for row in board.iter_rows(named=True)}
+    models = {}
+    for model, metrics in sorted(own.items()):
+        rating = _board_rating(rows[model]) if model in rows else None
+        games = rows[model]["trueskill_games"] if rating is not None else 0
+        models[model] = ModelMetrics(rating=rating, games=games, metrics=metrics)
+    return MetricsRecord(models=models)
 
 
 def opponent_rate_metrics(
@@ -424,4 +430,4 @@ def opponent_rate_metrics(
         for row in board.iter_rows(named=True)
         if row["mu"] is not None and row["sigma"] is not None and row["sigma"] > 0
     }
-    return opponent_rates(events, ratings, params).metrics(board["model"].to_list(), digits=4)
+    return opponent_rates(events, ratings, params).metrics(board["model"].to_list())

@@ -21,7 +21,8 @@ def _records(frame: pl.DataFrame) -> list[dict]:
 
 def points_chart(board: pl.DataFrame) -> alt.Chart:
     order = board.sort("rank")["model"].to_list()
-    table = board.select("model", "points", "games", "rank").with_columns(
+    # games: the rated games, as on every page; points charge for seats (a model may fill two of a game)
+    table = board.select("model", "points", "seats", "rank", games="trueskill_games").with_columns(
         start=pl.lit(START_POINTS),
         side=pl.when(pl.col("points") >= START_POINTS).then(pl.lit("gained")).otherwise(pl.lit("lost")),
     )
@@ -32,7 +33,7 @@ def points_chart(board: pl.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X(
                 "points:Q",
-                title=f"ranking points (start {START_POINTS:g}, -1 per game, + scores)",
+                title=f"ranking points (start {START_POINTS:g}, -1 per seat, + scores)",
                 scale=alt.Scale(zero=False),
             ),
             x2="start:Q",
@@ -40,7 +41,7 @@ def points_chart(board: pl.DataFrame) -> alt.Chart:
             color=alt.Color(
                 "side:N", scale=alt.Scale(domain=["gained", "lost"], range=[PALETTE[0], PALETTE[3]]), legend=None
             ),
-            tooltip=["rank:O", "model:N", alt.Tooltip("points:Q", format=".1f"), "games:Q"],
+            tooltip=["rank:O", "model:N", alt.Tooltip("points:Q", format=".1f"), "games:Q", "seats:Q"],
         )
     )
     start = alt.Chart(alt.Data(values=[{"x": START_POINTS}])).mark_rule(strokeDash=[4, 3]).encode(x="x:Q")

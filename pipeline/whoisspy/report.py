@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.artifacts import CallsSchema, RatingsSchema, calls_frame, read_table, write_json_atomic, write_table
+from pipeline.core.artifacts import CallsSchema, RatingsSchema, calls_frame, read_table, write_table
 from pipeline.core.rating.joint import EVENTS_FILE, write_rating_events
 from pipeline.whoisspy.config import WhoIsSpyParams
 from pipeline.whoisspy.metrics import (
@@ -63,9 +63,8 @@ def write_rate(params: WhoIsSpyParams, game_files: list[Path], out_dir: str | Pa
 
     metrics = metrics_json(board, variants, params.rank_variant, seats)
     if params.schedule.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); fixed runs as before
-        rates = opponent_rate_metrics(events, board, params.rating.rating_params())
-        metrics = {model: dict(sorted({**values, **rates.get(model, {})}.items())) for model, values in metrics.items()}
-    write_json_atomic(out / "metrics.json", metrics)
+        metrics = metrics.with_metrics(opponent_rate_metrics(events, board, params.rating.rating_params()))
+    metrics.write(out / "metrics.json")
     return {"games": games.height, "rating_events": len(events), "models": board.height}
 
 

@@ -94,9 +94,11 @@ class LeaderboardSchema(StrictTable):
 
     rank: int = Field(ge=1)
     model: str = Field(unique=True)
-    games: int = Field(ge=1)
-    games_spy: int = Field(ge=0)
-    games_civilian: int = Field(ge=0)
+    # the seats it filled (a model may fill two seats of a game): what points charge for; its games
+    # are the rated games, trueskill_games
+    seats: int = Field(ge=1)
+    seats_spy: int = Field(ge=0)
+    seats_civilian: int = Field(ge=0)
     score_sum: float
     points: float
     avg_score: float
@@ -137,4 +139,4 @@ class VariantsSchema(StrictTable):
     value: float = Field(nullable=True)
     baseline: float = Field(nullable=True)
     delta: float = Field(nullable=True)
-    games: int = Field(ge=0)
+    seats: int = Field(ge=0)  # the seats behind the value (a per-role metric: that role's)

@@ -16,13 +16,13 @@
   the run is not the map set's (judge, judge_dtype, rounds, players, ...; pipeline.xent.settings),
   [] when none: a published table shows whether its scores are comparable with the reference's.
 
-Metrics are rounded to `SCORE_DIGITS` / `BITS_DIGITS` decimals: docs/xent.md gives the measured
-run-to-run spread of the judge that justifies them.
+Scores and bits are rounded to `SCORE_DIGITS` / `BITS_DIGITS` decimals: docs/xent.md gives the
+measured run-to-run spread of the judge that justifies them. The ratings follow the metrics
+record's rule (pipeline/core/artifacts/metrics_record.py), as every benchmark's do.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,7 +30,8 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_json_atomic, write_table
+from pipeline.core.artifacts import CallsSchema, read_table, seed_from, write_table
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics
 from pipeline.core.artifacts.schemas import empty_table
 from pipeline.core.artifacts.tables import declared_columns
 from pipeline.core.models import empty_at_limit_counts
@@ -212,18 +213,15 @@ def write_rate(params_path: str, out: str, models_path: str = "params/models.yam
 
     calls_path = root / "calls.parquet"  # every play job's calls, written by rescore
     empty = empty_at_limit_counts(read_table(calls_path, CallsSchema)) if calls_path.exists() else {}
-    metrics = metrics_dict(scores, ratings, maps, empty)
+    metrics = metrics_record(scores, ratings, maps, empty)
     if params.schedule.adaptive.enabled:  # the adaptive schedule's correction (docs/adaptive.md); fixed runs as before
-        rates = opponent_rate_metrics(events, ratings, rating.rating_params())
-        for model, entry in metrics.items():
-            entry.update(rates.get(model, {}))
+        metrics = metrics.with_metrics(opponent_rate_metrics(events, ratings, rating.rating_params()))
     if params.map_set:
         differs = map_set_fields_differing(params, params_path, models_path)
-        for entry in metrics.values():
-            entry["map_set_differs"] = differs
-    write_json_atomic(root / "metrics.json", metrics)
+        metrics = metrics.with_metrics({model: {"map_set_differs": differs} for model in metrics.models})
+    metrics.write(root / "metrics.json")
     return {
-        "models": len(metrics),
+        "models": len(metrics.models),
         "maps": maps.height,
         "flagged_maps": int(maps["flagged"].sum()),
         "rating_events": len(events),
@@ -278,24 +276,27 @@ def write_report(out: str) -> list[str]:
 
 
 SCORE_DIGITS = 2  # xent scores (x100 scale)
-BITS_DIGITS = 3  # bits and TrueSkill numbers
+BITS_DIGITS = 3  # bits
 
 
-def _round(value: Any, digits: int = BITS_DIGITS) -> Any:
+def _round(value: Any, digits: int) -> Any:
+    """Xent's own numbers, to the digits its judge's measured spread allows (docs/xent.md); the
+    record's rule rounds everything else."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None
     return round(float(value), digits)
 
 
-def metrics_dict(
+def metrics_record(
     scores: pl.DataFrame, ratings: pl.DataFrame, maps: pl.DataFrame, empty_at_limit: dict[str, int] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per model: the scores, TrueSkill and `empty_at_token_limit` (replies the token limit cut
-    before any visible text, per roster name: `empty_at_limit_counts` of the calls; 0 when none)."""
+) -> MetricsRecord:
+    """Per model: its rating and rated games (the ranked maps it played), the scores, and
+    `empty_at_token_limit` (replies the token limit cut before any visible text, per roster name:
+    `empty_at_limit_counts` of the calls; 0 when none)."""
     empty = empty_at_limit or {}
-    metrics: dict[str, dict[str, Any]] = {}
     by_player = {row["player"]: row for row in ratings.iter_rows(named=True)}
     headline = headline_scores(scores)
+    models = {}
     for model in sorted(scores["model"].unique().to_list()):
         mine = scores.filter(pl.col("model") == model)
         entry: dict[str, Any] = {name: _round(value, SCORE_DIGITS) for name, value in headline[model].items()}
@@ -304,28 +305,10 @@ def metrics_dict(
             {
                 "maps_played": mine.height,
                 "maps_voided": int(mine["voided"].sum()),
-                "mean_map_score_bits": _round(_mean(kept)),
-            }
-        )
-        row = by_player.get(model)
-        entry.update(
-            {
-                "trueskill_mu": _round(row["mu"]) if row else None,
-                "trueskill_sigma": _round(row["sigma"]) if row else None,
-                "trueskill_mu_lo": _round(row["mu_lo"]) if row else None,
-                "trueskill_mu_hi": _round(row["mu_hi"]) if row else None,
-                "trueskill_rank": int(row["rank"]) if row else None,
-                "trueskill_rank_lo": int(row["rank_lo"]) if row else None,
-                "trueskill_rank_hi": int(row["rank_hi"]) if row else None,
-                # the evidence behind the intervals (pipeline.core.rating.multipass.interval_settled)
-                "trueskill_games": int(row["events"]) if row and row.get("events") is not None else None,
-                "trueskill_resamples": int(row["resamples"]) if row and row.get("resamples") is not None else None,
+                "mean_map_score_bits": _round(_mean(kept), BITS_DIGITS),
                 "empty_at_token_limit": int(empty.get(model, 0)),
             }
         )
-        metrics[model] = entry
-    return metrics
-
-
-def load_metrics(root: str | Path) -> dict[str, Any]:
-    return json.loads((Path(root) / "metrics.json").read_text(encoding="utf-8"))
+        row = by_player.get(model)
+        models[model] = ModelMetrics.rated(row, entry) if row else ModelMetrics.unrated(entry)
+    return MetricsRecord(models=models)

@@ -114,7 +114,7 @@ def test_import_writes_the_leaderboard_tables_and_report(tmp_path: Path, capsys)
     assert report["games_finished"] == 3 and len(report["skipped"]) == 4
     assert report["incomplete"] == ["game_truncated.jsonl"] and report["differ_from_final_results"] == []
     metrics = json.loads((out / "metrics.json").read_text())
-    assert set(metrics) == models and metrics["o3-mini"]["games"] == 2
+    assert set(metrics) == models and metrics["o3-mini"]["trueskill_games"] == 2  # its rated games
     stats = pl.read_parquet(out / "tables" / "model_stats.parquet")
     assert stats.filter(pl.col("model") == "gemini_20_flash")["wins"].item() == 1
     for name in ("games", "seats", "messages", "votes", "eliminations", "pairs", "final_ranks"):

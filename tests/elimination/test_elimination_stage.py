@@ -17,6 +17,7 @@ from pipeline.elimination.engine import GameSpec, run_game
 from pipeline.elimination.reader import read_game
 from pipeline.elimination.schedule import build_schedule
 from tests.conftest import models_params, write_roster
+from tests.core.artifacts.test_metrics_record import assert_metrics_record
 from tests.elimination.test_elimination_support import of_type, seat
 from tests.roster.test_roster_stage import run_snakemake
 
@@ -58,6 +59,7 @@ def test_the_stage_plays_the_schedule_rates_and_reruns_only_new_games(project: P
     assert board["rank"].to_list() == [1, 2] and board["mu_lo"].null_count() == 0  # bootstrap from params
     metrics = json.loads((results / "metrics.json").read_text())
     assert set(metrics) == {"random-bot", "heuristic-bot"} and "betrayal_rate" in metrics["random-bot"]
+    assert_metrics_record(results / "metrics.json", dict(zip(board["model"], board["rated_games"])))
     for name in (
         "trueskill",
         "rank_distribution",

@@ -136,11 +136,11 @@ def test_compare_two_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
         == 0
     )
     out = capsys.readouterr().out
-    # 2 games each, resamples unknown: not "separable", whatever the mu intervals say
+    # 2 games each: not "separable", whatever the mu intervals say
     assert (
         "| elimination | 10.00 [8.00, 12.00], rank 1 (1–3) unsettled | 5.00 [3.00, 7.50], rank 2 (1–3) unsettled | "
         "+5.00 | not enough games "
-        "to tell (2 vs 2 games per model, resamples unknown; needs 20+ games per model and 20+ resamples) |"
+        "to tell (2 vs 2 games per model, 20 resamples; needs 20+ games per model and 20+ resamples) |"
     ) in out
     assert (
         "| whoisspy | 30.00 [27.00, 33.00], rank 1 (1–2) | 25.00 [22.00, 28.00], rank 2 (1–3) | +5.00 | "

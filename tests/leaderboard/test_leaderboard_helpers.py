@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics, Rating
 from pipeline.core.artifacts.schemas import EVENTS_FILE
 from pipeline.core.rating.events import FreeForAll, Pairwise, TeamMatch
 from pipeline.core.rating.joint import write_rating_events
@@ -29,32 +30,33 @@ def write_table(path: Path, rows: list[dict[str, Any]], schema: dict[str, Any]) 
 
 def contract_metrics(
     mus: dict[str, float],
-    ranks: dict[str, tuple[int, int, int]],
+    ranks: dict[str, tuple[int, int, int]] | None = None,
     *,
-    games: int | None = None,
-    resamples: int | None = None,
+    games: int = 2,
+    resamples: int = 20,
+    sigma: float = 2.0,
+    mu_interval: float | None = 3.0,
     **extra: dict[str, Any],
 ) -> dict:
-    """The rating contract's keys; `games`/`resamples` (the evidence behind the intervals) when given."""
-    evidence = {
-        key: value
-        for key, value in (("trueskill_games", games), ("trueskill_resamples", resamples))
-        if value is not None
-    }
-    return {
-        m: {
-            "trueskill_mu": mu,
-            "trueskill_sigma": 2.0,
-            "trueskill_mu_lo": mu - 3,
-            "trueskill_mu_hi": mu + 3,
-            "trueskill_rank": ranks[m][0],
-            "trueskill_rank_lo": ranks[m][1],
-            "trueskill_rank_hi": ranks[m][2],
-            **evidence,
-            **extra.get(m, {}),
-        }
-        for m, mu in mus.items()
-    }
+    """A metrics.json as the benchmarks write it (the metrics record's file form): ranks (rank, lo, hi)
+    when given, else the rank by mu with no rank interval; mu +/- `mu_interval` as the mu interval
+    (None: no bootstrap interval); `extra` the benchmark's own metrics per model."""
+    by_mu = sorted(mus, key=lambda m: -mus[m])
+    rows = {}
+    for m, mu in mus.items():
+        rank, lo, hi = ranks[m] if ranks else (by_mu.index(m) + 1, None, None)
+        rating = Rating(
+            mu=mu,
+            sigma=sigma,
+            mu_lo=None if mu_interval is None else mu - mu_interval,
+            mu_hi=None if mu_interval is None else mu + mu_interval,
+            rank=rank,
+            rank_lo=lo,
+            rank_hi=hi,
+            resamples=resamples,
+        )
+        rows[m] = ModelMetrics(rating=rating, games=games, metrics=extra.get(m, {}))
+    return MetricsRecord(models=rows).to_json()
 
 
 def elimination_game(game_id: str, models: list[str], rounds: int, script_text: str = "") -> dict[str, list[dict]]:
@@ -272,14 +274,18 @@ def write_whoisspy(results: Path, games: list[dict[str, list[dict]]], metrics: d
 
 def write_skate(results: Path) -> None:
     folder = results / "skate"
-    # legacy keys only (trueskill_mu/sigma): the leaderboard derives rank intervals itself
+    # no bootstrap (SKATE's `sequential` headline): mu and sigma only, the leaderboard derives rank intervals
     write_json(
         folder / "metrics.json",
-        {
-            "alpha": {"trueskill_mu": 30.0, "trueskill_sigma": 1.0, "p_correct_mean": 0.9},
-            "beta": {"trueskill_mu": 20.0, "trueskill_sigma": 1.0, "p_correct_mean": 0.5},
-            "gamma": {"trueskill_mu": 19.5, "trueskill_sigma": 1.0, "p_correct_mean": 0.45},
-        },
+        contract_metrics(
+            {"alpha": 30.0, "beta": 20.0, "gamma": 19.5},
+            sigma=1.0,
+            mu_interval=None,
+            resamples=0,
+            alpha={"p_correct_mean": 0.9},
+            beta={"p_correct_mean": 0.5},
+            gamma={"p_correct_mean": 0.45},
+        ),
     )
     questions = []
     for i, (qid, program) in enumerate((("q1", "print(sum(range(4)))"), ("q2", f"print('{SCRIPT}')"))):
@@ -435,17 +441,15 @@ def build_results(results: Path) -> Path:
         elimination_game("e1", ["alpha", "beta", "gamma", "alpha"], rounds=3, script_text=SCRIPT),
         elimination_game("e2", ["beta", "alpha", "gamma", "gamma"], rounds=3),
     ]
-    # elimination: the old keys (mu, mu_lo, mu_hi, rank), as the benchmark writes them before the contract;
-    # 2 games each and no resamples given: nothing is settled
-    write_elimination(
-        results,
-        elimination_games,
-        {
-            "alpha": {"mu": 10.0, "sigma": 3.0, "mu_lo": 8.0, "mu_hi": 12.0, "rank": 1, "games": 2, "wins": 1},
-            "beta": {"mu": 5.0, "sigma": 3.0, "mu_lo": 3.0, "mu_hi": 7.5, "rank": 2, "games": 2, "wins": 1},
-            "gamma": {"mu": 0.0, "sigma": 3.0, "mu_lo": -2.0, "mu_hi": 4.0, "rank": 3, "games": 2, "wins": 0},
-        },
+    # elimination: mu intervals and no rank intervals (the leaderboard derives them), from 2 games each
+    # and 20 resamples: nothing is settled
+    elimination = contract_metrics(
+        {"alpha": 10.0, "beta": 5.0, "gamma": 0.0}, sigma=3.0, alpha={"wins": 1}, beta={"wins": 1}, gamma={"wins": 0}
     )
+    elimination["alpha"].update(trueskill_mu_lo=8.0, trueskill_mu_hi=12.0)
+    elimination["beta"].update(trueskill_mu_lo=3.0, trueskill_mu_hi=7.5)
+    elimination["gamma"].update(trueskill_mu_lo=-2.0, trueskill_mu_hi=4.0)
+    write_elimination(results, elimination_games, elimination)
     write_whoisspy(
         results,
         [
@@ -496,7 +500,7 @@ def build_corpus(results: Path, games: int) -> Path:
     """`games` small elimination games and as many whoisspy games (replay pages: 2 x games)."""
     rotation = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
     elim = [elimination_game(f"g{i:05d}", [rotation[(i + k) % 6] for k in range(4)], rounds=2) for i in range(games)]
-    metrics = {m: {"mu": 10.0 - i, "sigma": 1.0, "mu_lo": 9.0 - i, "mu_hi": 11.0 - i} for i, m in enumerate(rotation)}
+    metrics = contract_metrics({m: 10.0 - i for i, m in enumerate(rotation)}, sigma=1.0, mu_interval=1.0)
     write_elimination(results, elim, metrics)
     spy = [whoisspy_game(f"s{i:05d}", [rotation[(i + k) % 6] for k in range(4)]) for i in range(games)]
     write_whoisspy(

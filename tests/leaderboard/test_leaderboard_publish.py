@@ -51,11 +51,11 @@ def test_leaderboard_json_is_flat_numbers_with_intervals(published: Path) -> Non
     assert (alpha["whoisspy_rank"], alpha["whoisspy_rank_lo"], alpha["whoisspy_rank_hi"]) == (1, 1, 2)
     assert alpha["whoisspy_settled"] == 1 and alpha["whoisspy_trueskill_games"] == 50
     assert alpha["whoisspy_trueskill_resamples"] == 100
-    # elimination gives only mu intervals, from 2 games each and no known resamples: alpha's [8, 12]
-    # lies above the others', but that orders nothing: every rank interval is the whole field
+    # elimination gives only mu intervals, from 2 games each: alpha's [8, 12] lies above the others',
+    # but that orders nothing: every rank interval is the whole field
     assert (board["beta"]["elimination_rank_lo"], board["beta"]["elimination_rank_hi"]) == (1, 3)
     assert alpha["elimination_not_separable"] == 2 and alpha["elimination_settled"] == 0
-    assert alpha["elimination_trueskill_games"] == 2 and "elimination_trueskill_resamples" not in alpha
+    assert alpha["elimination_trueskill_games"] == 2 and alpha["elimination_trueskill_resamples"] == 20
     assert alpha["elimination_trueskill_mu_lo"] == 8.0  # the numbers themselves are kept
     assert alpha["combined_settled"] == 0
     # gamma did not play xent: no xent keys, provisional on 3 benchmarks, ranked after alpha and beta
@@ -95,7 +95,7 @@ def test_a_two_game_field_is_shown_unsettled(published: Path) -> None:
     text = (published / "leaderboard.md").read_text()
     banner = text.split("## Combined")[0]
     assert "**Rankings not settled: a rank interval counts only from a bootstrap of at least 20 resamples" in banner
-    assert "elimination (3 of 3 models; 2 games per model, resamples unknown)" in banner
+    assert "elimination (3 of 3 models; 2 games per model, 20 resamples)" in banner
     elimination = text.split("## elimination")[1].split("## ")[0]
     assert "Rankings not settled for 3 of 3 models" in elimination
     # no zero-width interval, no mu interval, nothing separable: the whole field, marked
@@ -220,6 +220,25 @@ def test_a_corrupted_benchmark_table_stops_publish_naming_file_and_column(
     err = capsys.readouterr().err
     assert "speeches.parquet" in err and "'round'" in err
     assert not (out / "leaderboard.json").exists()  # nothing half-published
+
+
+def test_a_malformed_metrics_file_stops_the_build_naming_file_model_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_results(tmp_path / "results")
+    metrics = tmp_path / "results" / "whoisspy" / "metrics.json"
+    rows = json.loads(metrics.read_text())
+    rows["beta"]["trueskill_sigma"] = -1.0  # a benchmark writing a bad rating
+    del rows["gamma"]["trueskill_games"]  # or leaving the evidence out
+    metrics.write_text(json.dumps(rows))
+    out = tmp_path / "lb"
+    args = ["leaderboard", "--params", str(REPO / "params" / "leaderboard.yaml"), "--results"]
+    assert main([*args, str(tmp_path / "results"), "--out", str(out), "--workspace", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {metrics}: not a metrics record" in err
+    assert "  - beta.trueskill_sigma: Input should be greater than or equal to 0 (got -1.0)" in err
+    assert "  - gamma: trueskill_games: missing" in err
+    assert not (out / "leaderboard.json").exists()
 
 
 def test_bad_version_is_a_params_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

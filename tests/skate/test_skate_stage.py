@@ -13,6 +13,7 @@ import yaml
 from pipeline.core.artifacts.schemas import CallsSchema, read_table
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema, SkateRatingsSchema
 from tests.conftest import write_roster
+from tests.core.artifacts.test_metrics_record import assert_metrics_record
 from tests.roster.test_roster_stage import run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -53,6 +54,9 @@ def test_skate_stage_through_the_snakemake_api(project: Path) -> None:
     assert set(ratings["mode"]) == {"relative", "absolute"}
     metrics = json.loads((results / "metrics.json").read_text())
     assert metrics["setter-bot"]["trueskill_relative_mu"] > metrics["noisy-bot"]["trueskill_relative_mu"]
+    # the metrics record; games: the primary ranking mode's rated comparisons
+    primary = ratings.filter(pl.col("mode") == params["ranking"]["primary"])
+    assert_metrics_record(results / "metrics.json", dict(zip(primary["player"], primary["events"])))
     assert (results / "plots/trueskill_history.html").exists()
     # the paper's analyses ran as stages: stability, answer-only re-ranking, strategy comparison
     for name in ("stability", "answer_only", "strategies"):

@@ -122,7 +122,7 @@ def test_replies_empty_at_the_token_limit_are_recorded_and_counted_per_model(tmp
     events = rating_events(tables["games"], seats, "baseline")
     table, intervals = ratings(events, RatingSettings(passes=2, bootstrap_resamples=0), seed=0)
     board = leaderboard(seats, "baseline", table, intervals)
-    metrics = metrics_json(board, variants_table(seats), "baseline", seats)
+    metrics = metrics_json(board, variants_table(seats), "baseline", seats).to_json()
     assert metrics["mute"]["empty_at_token_limit"] == 1
     assert metrics["voter"]["empty_at_token_limit"] == len(votes)
     assert metrics["heuristic-bot"]["empty_at_token_limit"] == metrics["random-bot"]["empty_at_token_limit"] == 0

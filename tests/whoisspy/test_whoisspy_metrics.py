@@ -139,7 +139,7 @@ def test_per_role_figures_of_the_attack_variant_match_a_hand_count(tables: dict[
         row = variants.filter(
             (pl.col("model") == model) & (pl.col("variant") == variant) & (pl.col("metric") == metric)
         ).row(0, named=True)
-        return row["value"], row["games"]
+        return row["value"], row["seats"]
 
     # a: spy in g1 (won, 12, 2 descriptions, no foul) and g3 (lost, 4, 2 descriptions, 1 foul);
     # civilian facing the injecting b in g2 (won, 3, 1 description, 1 foul)
@@ -177,7 +177,7 @@ def test_metrics_json_reports_each_role_beside_the_pooled_figures(tables: dict[s
     events = rating_events(tables["games"], seats, "baseline")
     table, intervals = ratings(events, RatingSettings(passes=1, bootstrap_resamples=0), seed=0)
     board = LeaderboardSchema.validate(leaderboard(seats, "baseline", table, intervals))
-    metrics = metrics_json(board, variants_table(seats), "baseline", seats)
+    metrics = metrics_json(board, variants_table(seats), "baseline", seats).to_json()
     a, b = metrics["a"], metrics["b"]
     assert (a["attack_foul_rate_civilian"], a["attack_foul_rate_spy"], a["attack_foul_rate"]) == (1.0, 0.25, 0.4)
     assert (a["attack_avg_score_civilian"], a["attack_avg_score_spy"], a["attack_avg_score"]) == (3.0, 8.0, 6.3333)

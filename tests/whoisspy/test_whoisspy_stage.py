@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,11 +13,14 @@ import yaml
 
 from pipeline.core.artifacts.schemas import CallsSchema, RatingsSchema, read_table
 from pipeline.core.models.gateway import Gateway
+from pipeline.leaderboard.build import build_leaderboard
+from pipeline.leaderboard.config import LeaderboardParams
 from pipeline.whoisspy.config import ReplyParams, RulesParams
 from pipeline.whoisspy.engine import run_game
 from pipeline.whoisspy.schedule import make_spec
 from pipeline.whoisspy.schemas import GamesSchema, LeaderboardSchema, SeatsSchema, VariantsSchema, VotesSchema
 from tests.conftest import models_params, write_roster
+from tests.core.artifacts.test_metrics_record import assert_metrics_record
 from tests.roster.test_roster_stage import run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -81,6 +85,7 @@ def test_whoisspy_stage_through_snakemake(project: Path) -> None:
     for plot in ("points_leaderboard", "win_rate_by_role", "vote_accuracy", "foul_rate", "variants"):
         for ext in ("html", "png", "svg"):
             assert (out / "plots" / f"{plot}.{ext}").stat().st_size > 0
+    assert_games_are_the_rated_games(project)
 
     # nothing changed: nothing reruns
     before = stamps(out)
@@ -99,6 +104,38 @@ def test_whoisspy_stage_through_snakemake(project: Path) -> None:
     attack = variants.filter((pl.col("variant") == "attack") & (pl.col("model") == "heuristic-bot"))
     assert attack.height and attack["baseline"].is_not_null().all()
     assert "attack_foul_rate" in json.loads((out / "metrics.json").read_text())["heuristic-bot"]
+
+
+def shown_games(svg: str) -> dict[str, int]:
+    """model -> the games a chart's marks say (their aria-labels: "...; model: m; ...; games: 2; ...")."""
+    return {model: int(games) for model, games in re.findall(r"model: ([^;]+);[^\"]*?games: (\d+);", svg)}
+
+
+def assert_games_are_the_rated_games(project: Path) -> None:
+    """metrics.json validates as the metrics record, and every page shows a bot's rated games:
+    metrics.json, the points plot, and the leaderboard's page, table and JSON. Two bots fill the six
+    seats of each game, so a bot's seats outnumber its games (the demo's pages once showed seats)."""
+    out = project / "results/whoisspy"
+    ratings = read_table(out / "ratings.parquet", RatingsSchema)
+    rated = dict(zip(ratings["player"], ratings["events"]))
+    assert rated == {"heuristic-bot": 2, "random-bot": 2}
+    record = assert_metrics_record(out / "metrics.json", rated)
+    seats = {model: row.metrics["seats"] for model, row in record.models.items()}
+    assert sum(seats.values()) == 12 and max(seats.values()) > 2
+    assert shown_games((out / "plots/points_leaderboard.svg").read_text()) == rated
+
+    params = LeaderboardParams(version="1.0", benchmarks=["whoisspy"])
+    build_leaderboard(params, project / "results", project / "board", project, models=project / "params/models.yaml")
+    page = (project / "board/site/whoisspy/index.html").read_text()
+    rows = re.findall(
+        r'<td>[^<]*</td><td>([^<]+)</td><td class="num">[^<]*</td>\s*<td class="num">[^<]*</td>'
+        r'<td class="num">(\d+)</td>',
+        page,
+    )
+    assert {model: int(games) for model, games in rows} == rated
+    assert shown_games((project / "board/site/whoisspy/plots/points_leaderboard.svg").read_text()) == rated
+    board = json.loads((project / "board/leaderboard.json").read_text())
+    assert {model: row["whoisspy_trueskill_games"] for model, row in board.items()} == rated
 
 
 def test_a_game_with_the_real_local_model(tmp_path: Path) -> None:

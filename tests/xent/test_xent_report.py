@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipeline.core.artifacts.schemas import read_table
-from pipeline.xent.report import metrics_dict, round_table, score_table
+from pipeline.xent.report import metrics_record, round_table, score_table
 from pipeline.xent.schemas import ScoresSchema
 
 KEYS = ["game", "map_id", "model", "round"]
@@ -82,7 +82,7 @@ def test_headline_is_the_mean_of_per_game_means_and_the_pooled_mean_keeps_its_ow
     ratings = pl.DataFrame(
         {"player": [], "mu": [], "sigma": [], "mu_lo": [], "mu_hi": [], "rank": [], "rank_lo": [], "rank_hi": []}
     )
-    metrics = metrics_dict(scores, ratings, pl.DataFrame())
+    metrics = metrics_record(scores, ratings, pl.DataFrame()).to_json()
     alpha, beta = metrics["alpha"], metrics["beta"]
     # alpha: game A maps m1, m2, m3 -> (1 - 1 + 1) / 3; game B -> 0.2; headline = mean of the two
     assert alpha["xent_score_A"] == pytest.approx(33.33) and alpha["xent_score_B"] == pytest.approx(20.0)
@@ -92,7 +92,7 @@ def test_headline_is_the_mean_of_per_game_means_and_the_pooled_mean_keeps_its_ow
     assert beta["xent_score_A"] == pytest.approx(-75.0) and beta["xent_score"] == pytest.approx(12.5)
     assert beta["maps_voided"] == 1 and alpha["maps_voided"] == 0
     assert json.dumps(metrics, sort_keys=True) == json.dumps(
-        metrics_dict(scores.reverse(), ratings, pl.DataFrame()), sort_keys=True
+        metrics_record(scores.reverse(), ratings, pl.DataFrame()).to_json(), sort_keys=True
     )  # row order does not matter
 
 
@@ -120,11 +120,11 @@ def test_metrics_do_not_move_with_judge_noise_below_the_reported_precision() -> 
     ratings = pl.DataFrame(
         {"player": [], "mu": [], "sigma": [], "mu_lo": [], "mu_hi": [], "rank": [], "rank_lo": [], "rank_hi": []}
     )
-    base = metrics_dict(score_table(rounds_from(ROWS)), ratings, pl.DataFrame())
+    base = metrics_record(score_table(rounds_from(ROWS)), ratings, pl.DataFrame())
     for k, sign in enumerate((1, -1, 1)):
         # a best of exactly 0 stays 0 (near 0, |best| amplifies any noise: docs/xent.md)
         noisy = [(g, m, p, r, t if not t else t + sign * 1e-4 * ((k + r) % 3 - 1), e) for g, m, p, r, t, e in ROWS]
-        assert metrics_dict(score_table(rounds_from(noisy)), ratings, pl.DataFrame()) == base
+        assert metrics_record(score_table(rounds_from(noisy)), ratings, pl.DataFrame()) == base
 
 
 def test_every_model_gets_its_empty_replies_at_the_token_limit_zero_when_none() -> None:
@@ -132,9 +132,9 @@ def test_every_model_gets_its_empty_replies_at_the_token_limit_zero_when_none() 
     ratings = pl.DataFrame(
         {"player": [], "mu": [], "sigma": [], "mu_lo": [], "mu_hi": [], "rank": [], "rank_lo": [], "rank_hi": []}
     )
-    base = metrics_dict(scores, ratings, pl.DataFrame())
+    base = metrics_record(scores, ratings, pl.DataFrame()).to_json()
     assert {m: e["empty_at_token_limit"] for m, e in base.items()} == {"alpha": 0, "beta": 0}
-    counted = metrics_dict(scores, ratings, pl.DataFrame(), {"beta": 3, "not-a-player": 1})
+    counted = metrics_record(scores, ratings, pl.DataFrame(), {"beta": 3, "not-a-player": 1}).to_json()
     assert counted["beta"]["empty_at_token_limit"] == 3 and counted["alpha"]["empty_at_token_limit"] == 0
     assert set(counted) == {"alpha", "beta"}
     # the other keys are as they were

@@ -31,6 +31,7 @@ from pipeline.xent.schemas import (
 from pipeline.xent.values import Term, XentValue, combine
 from pipeline.xent.xgl import parse_program
 from tests.conftest import models_params, write_roster
+from tests.core.artifacts.test_metrics_record import assert_metrics_record
 from tests.roster.test_roster_stage import run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -101,6 +102,7 @@ def test_xent_stage_through_snakemake(project: Path) -> None:
     read_table(out / "maps.parquet", MapsSchema)
     ratings = read_table(out / "ratings.parquet", XentRatingsSchema)
     assert set(ratings["player"]) == {"heuristic-bot", "random-bot"}
+    assert_metrics_record(out / "metrics.json", dict(zip(ratings["player"], ratings["events"])))  # games: maps rated
     metrics = json.loads((out / "metrics.json").read_text())
     for model in ("heuristic-bot", "random-bot"):
         entry = metrics[model]

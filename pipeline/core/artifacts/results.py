@@ -1,5 +1,6 @@
-"""A benchmark's results folder as the leaderboard reads it: its metrics, its declared tables
-(checked against the benchmark's pandera schemas) and the content hash of every file read.
+"""A benchmark's results folder as the leaderboard reads it: its metrics (the metrics record,
+metrics_record.py), its declared tables (checked against the benchmark's pandera schemas) and the
+content hash of every file read.
 
 Every file is optional: a missing metrics.json skips the benchmark, a missing table skips its
 replays. The hashes go into the leaderboard's version stamp, so a page says which inputs made it.
@@ -11,10 +12,10 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.metrics_record import MetricsRecord
 from pipeline.core.artifacts.schemas import Schema, read_columns
 
 
@@ -32,7 +33,7 @@ class BenchmarkResults:
 
     name: str
     folder: Path
-    metrics: dict[str, dict[str, Any]] | None
+    metrics: MetricsRecord | None  # None: the benchmark has not written its metrics.json
     # the tables the leaderboard may read (path relative to the folder -> the schema it was written with)
     tables: Mapping[str, Schema] = field(default_factory=dict)
     hashes: dict[str, str] = field(default_factory=dict)  # path relative to results/ -> sha256[:16]

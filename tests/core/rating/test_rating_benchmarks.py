@@ -80,7 +80,9 @@ def test_elimination_leaderboard_and_metrics_carry_rank_intervals() -> None:
     assert (
         board.filter(pl.col("model") != "ace")["rank_hi"] - board.filter(pl.col("model") != "ace")["rank_lo"]
     ).max() >= 1
-    metrics = elimination_metrics.metrics_json(board, pl.DataFrame({"model": []}, schema={"model": pl.String}))
+    metrics = elimination_metrics.metrics_json(
+        board, pl.DataFrame({"model": []}, schema={"model": pl.String})
+    ).to_json()
     for entry in metrics.values():
         assert_contract(entry, with_intervals=True)
         assert entry["mu"] == entry["trueskill_mu"] and entry["rank"] == entry["trueskill_rank"]  # old keys kept
@@ -96,7 +98,9 @@ def test_elimination_leaderboard_and_metrics_carry_rank_intervals() -> None:
     assert no_boot["rank_lo"].to_list() == [1] * no_boot.height
     assert no_boot["rank_hi"].to_list() == [no_boot.height] * no_boot.height
     assert not no_boot["settled"].any()
-    metrics = elimination_metrics.metrics_json(no_boot, pl.DataFrame({"model": []}, schema={"model": pl.String}))
+    metrics = elimination_metrics.metrics_json(
+        no_boot, pl.DataFrame({"model": []}, schema={"model": pl.String})
+    ).to_json()
     assert_contract(metrics["ace"], with_intervals=False)
     assert metrics["ace"]["trueskill_resamples"] == 0
 
@@ -137,7 +141,7 @@ def test_skate_ratings_and_metrics_carry_rank_intervals() -> None:
     oracle = table.filter((pl.col("mode") == "relative") & (pl.col("player") == "oracle")).row(0, named=True)
     assert (oracle["rank"], oracle["rank_lo"], oracle["rank_hi"]) == (1, 1, 1)
     empty = pl.DataFrame(schema={"setter": pl.String, "outcome": pl.String, "status": pl.String})
-    metrics = skate_metrics_json(table, pcorrect, empty, empty, ["oracle", *setters], "relative")
+    metrics = skate_metrics_json(table, pcorrect, empty, empty, ["oracle", *setters], "relative").to_json()
     for entry in metrics.values():
         assert_contract(entry, with_intervals=True)
         assert "trueskill_relative_mu" in entry and "trueskill_absolute_mu" in entry  # old keys kept
@@ -151,7 +155,7 @@ def test_whoisspy_leaderboard_and_metrics_carry_rank_intervals(tmp_path: Path) -
     assert table.columns == ["player", "mu", "sigma", "mu_sd", "events", "passes"]  # core RatingsSchema
     assert intervals.columns == ["player", "mu_lo", "mu_hi", "rank", "rank_lo", "rank_hi", "resamples", "settled"]
     board = WhoIsSpyLeaderboardSchema.validate(whoisspy_leaderboard(tables["seats"], "baseline", table, intervals))
-    metrics = whoisspy_metrics_json(board, variants_table(tables["seats"]), "baseline")
+    metrics = whoisspy_metrics_json(board, variants_table(tables["seats"]), "baseline").to_json()
     assert set(metrics) == {"heuristic-bot", "random-bot"}
     for entry in metrics.values():
         assert_contract(entry, with_intervals=True)

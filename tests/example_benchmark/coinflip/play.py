@@ -12,6 +12,7 @@ import polars as pl
 from coinflip.config import CoinflipParams, load
 from coinflip.schemas import GamesSchema
 from pipeline.core.artifacts import content_id, seed_from, write_json_atomic, write_table
+from pipeline.core.artifacts.metrics_record import MetricsRecord, ModelMetrics, read_metrics
 from pipeline.core.rating.multipass import Pairwise, RatingParams, rating_summary
 from pipeline.core.run.verbs import VerbCall
 
@@ -72,27 +73,22 @@ def rate(call: VerbCall) -> None:
     )
     wins = table.group_by("winner").len()
     won = dict(zip(wins["winner"], wins["len"], strict=True))
-    metrics = {
-        row["player"]: {
-            "wins": int(won.get(row["player"], 0)),
-            "trueskill_mu": round(row["mu"], 4),
-            "trueskill_sigma": round(row["sigma"], 4),
-            "trueskill_rank": row["rank"],
-            "trueskill_rank_lo": row["rank_lo"],
-            "trueskill_rank_hi": row["rank_hi"],
-            "trueskill_games": row["events"],
-            "trueskill_resamples": row["resamples"],
+    # the metrics record: each player's rating and rated games from its summary row, and the
+    # benchmark's own metrics (`headline` names which the leaderboard shows)
+    metrics = MetricsRecord(
+        models={
+            row["player"]: ModelMetrics.rated(row, {"wins": int(won.get(row["player"], 0))})
+            for row in summary.iter_rows(named=True)
         }
-        for row in summary.iter_rows(named=True)
-    }
-    write_json_atomic(out / "metrics.json", metrics)
+    )
+    metrics.write(out / "metrics.json")
 
 
 def report(call: VerbCall) -> None:
     """summary.md from the ratings: what people read (a real benchmark draws plots)"""
     out = Path(call.out)
-    metrics = json.loads((out / "metrics.json").read_text())
+    rated = read_metrics(out / "metrics.json").rated()
     lines = ["| player | wins | TrueSkill mu | rank |", "| --- | ---: | ---: | ---: |"]
-    for player, m in sorted(metrics.items(), key=lambda item: item[1]["trueskill_rank"]):
-        lines.append(f"| {player} | {m['wins']} | {m['trueskill_mu']:.2f} | {m['trueskill_rank']} |")
+    for player, (rating, row) in sorted(rated.items(), key=lambda item: item[1][0].rank):
+        lines.append(f"| {player} | {row.metrics['wins']} | {rating.mu:.2f} | {rating.rank} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
