@@ -1,13 +1,15 @@
 # The whole pipeline: the roster check, every registered benchmark (pipeline/core/run/registry.py finds
-# each pipeline/<name>/benchmark.py: its own rules.smk, or the standard rules built from its
-# declaration), then the leaderboard that combines them. Each part adds its final outputs to
-# ALL_TARGETS, which the default target `all` builds. Parsing writes nothing and prints nothing.
+# each pipeline/<name>/benchmark.py: the standard rules built from its declaration, after the rules of
+# its own stages where it has some), then the leaderboard that combines them. Each part adds its final
+# outputs to ALL_TARGETS, which the default target `all` builds. Parsing writes nothing and prints nothing.
 #   snakemake --profile profiles/default   (shared flags: cores, rerun triggers, rerun-incomplete)
 #   snakemake --config params=params/paper (every params file from another directory: docs/paper-scale.md)
 import os
 
+from pipeline.core.artifacts.progress import announce_games
 from pipeline.core.run.registry import STANDARD_RULES
 from pipeline.core.run.registry import benchmarks as registered_benchmarks
+from pipeline.core.run.standard import JOB_ID_PATTERN, standard_rules
 from pipeline.core.run.workflow import (
     check_chosen_params_dir,
     freeze_sightings,
@@ -28,23 +30,26 @@ BENCHMARKS = registered_benchmarks()
 PARAMS_DIR = params_dir(config.get("params"))
 # Every params file is loaded here: one that does not validate stops the parse, naming its file, field,
 # value and fix. Names that resolve to nothing (a player not in the roster) stop the targets of their
-# benchmark while building the DAG (each rules.smk's params_guard); the other benchmarks still run.
+# benchmark while building the DAG (the rate and rounds rules' params_guard); the other benchmarks still run.
 PARAMS_PROBLEMS = check_chosen_params_dir(PARAMS_DIR, benchmarks=BENCHMARKS)
 # models seen reasoning in their replies, as they stand now, for every job of this run (none changes mid-run)
 freeze_sightings(PARAMS_DIR)
+# every benchmark this copy runs, its schedule read once: its standard rules' jobs and settings, and
+# the state its own rules file reads (BENCHMARK_RULES[name].state)
+BENCHMARK_RULES = standard_rules(BENCHMARKS, PARAMS_DIR, PARAMS_PROBLEMS)
 
 
 include: "pipeline/roster/rules.smk"
 
 
-for _benchmark in BENCHMARKS:
-    # a copy of the project may leave a benchmark's rules out
-    if not _benchmark.standard_rules and _benchmark.rules.exists():
+# the stages of a benchmark's own (SKATE's questions and answers, Xent's maps, play and rescore)
+for _benchmark_rules in BENCHMARK_RULES.values():
+    if _benchmark_rules.bench.extra_rules is not None:
 
-        include: str(_benchmark.rules)
+        include: str(_benchmark_rules.bench.extra_rules)
 
 
-# the benchmarks without rules of their own: the standard rules, from their declarations
+# every benchmark's play, shard, rate, rounds, report and all rules, from its declaration
 include: str(STANDARD_RULES)
 include: "pipeline/leaderboard/rules.smk"
 

@@ -4,10 +4,12 @@ and a jury (docs/elimination.md)."""
 from __future__ import annotations
 
 from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
+from pipeline.core.run.declaration import Rules
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.elimination import cli
 from pipeline.elimination.adaptive import SPEC as ADAPTIVE
+from pipeline.elimination.dataset import dataset_rows
 from pipeline.elimination.replay import replays
 from pipeline.elimination.schemas import (
     EliminationsSchema,
@@ -18,6 +20,7 @@ from pipeline.elimination.schemas import (
     SeatsSchema,
     VotesSchema,
 )
+from pipeline.elimination.workflow import RATE_MODULES, REPORT_MODULES, scheduled
 
 #: the tables `rate` writes under tables/ (<name>.parquet)
 TABLES = (
@@ -38,7 +41,18 @@ BENCHMARK = Benchmark(
     title="Elimination Game",
     package="pipeline.elimination",
     description="Elimination Game: eight seats, talk, votes and a jury",
-    rules_file="rules.smk",
+    # the standard rules (pipeline/core/run/standard.py): a job per game, API, embedded-model and
+    # bot-only games many a job (shards); a game with the embedded model takes both cores (torch
+    # threads), so two never compete; a game is done once its calls table is written (after its log)
+    rules=Rules(
+        schedule=scheduled,
+        shards=True,
+        local_threads=2,
+        done="games/{game_id}/calls.parquet",
+        report_reads=("leaderboard.parquet", *(f"tables/{table}.parquet" for table in TABLES)),
+        rate_code=RATE_MODULES,
+        report_code=REPORT_MODULES,
+    ),
     schedule=Verb(cli.schedule, "list the scheduled games (id and who sits where)"),
     play=Verb(
         cli.play,
@@ -54,7 +68,7 @@ BENCHMARK = Benchmark(
     report=Verb(cli.report, "plots from the rated tables"),
     extra_commands=cli.extra_commands,
     writes={
-        "play": ("games/{job_id}",),  # one folder per game
+        "play": ("games/{game_id}/",),  # one folder per game
         "rate": (
             "leaderboard.csv",
             "leaderboard.parquet",
@@ -64,7 +78,7 @@ BENCHMARK = Benchmark(
             "calls.parquet",
             *(f"tables/{table}.parquet" for table in TABLES),
         ),
-        "report": ("plots",),  # a folder
+        "report": ("plots/",),  # a folder
     },
     outputs=(
         "games",
@@ -92,5 +106,7 @@ BENCHMARK = Benchmark(
     headline=("wins", "avg_points"),  # games: the rated games of the rating table (one definition everywhere)
     order=30,
     estimators="pipeline.elimination.estimators",
+    contract="pipeline.elimination.contract",
     adaptive=ADAPTIVE,
+    dataset=dataset_rows,
 )

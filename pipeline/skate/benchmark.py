@@ -4,20 +4,24 @@ for each other and answer them (docs/skate.md)."""
 from __future__ import annotations
 
 from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
+from pipeline.core.run.declaration import Rules
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.skate import cli
 from pipeline.skate.adaptive import SPEC as ADAPTIVE
+from pipeline.skate.dataset import dataset_rows
 from pipeline.skate.outputs import WRITES
 from pipeline.skate.replay import replays
 from pipeline.skate.schemas import PCorrectSchema, QuestionsSchema
+from pipeline.skate.workflow import scheduled
 
 BENCHMARK = Benchmark(
     name="skate",
     title="SKATE",
     package="pipeline.skate",
     description="SKATE: models set and answer code-output-prediction questions",
-    rules_file="rules.smk",
+    rules_file="rules.smk",  # its own stages: generate, round and answer jobs, analyses, strategy games
+    rules=Rules(schedule=scheduled),  # rate, rounds, report and all: the standard rules
     schedule=Verb(cli.schedule, "list every job of the game with its id (generate, round, answer)"),
     play=Verb(
         cli.play,
@@ -56,5 +60,7 @@ BENCHMARK = Benchmark(
     headline=("p_correct_mean", "questions_answered"),
     order=10,
     estimators="pipeline.skate.estimators",
+    contract="pipeline.skate.contract",
     adaptive=ADAPTIVE,
+    dataset=dataset_rows,
 )

@@ -1,5 +1,7 @@
-# SKATE (docs/skate.md): models set code-output-prediction questions for each other and answer them.
-#   generate (round, setter) -> round (round) -> answer (round, answerer) -> rate -> report
+# SKATE's own stages (docs/skate.md): models set code-output-prediction questions for each other and
+# answer them, generate (round, setter) -> round (round) -> answer (round, answerer), then the paper's
+# analyses and strategy games. rate, rounds, report and all are the standard rules
+# (pipeline/core/run/standard.smk), from the declaration (benchmark.py) and SKATE's schedule.
 # Every job's output is named by a content id of what decides it (see pipeline/skate/schedule.py);
 # a setter's attempts run the sandbox and the uniqueness check inside its generate job, because
 # each retry must be told why the last attempt failed. With adaptive on, the jobs are those of the
@@ -8,21 +10,15 @@ from pathlib import Path
 
 from pipeline.core.run import setting_items
 
-# The files `rate`, `report` and the analyses write are declared once, in benchmark.py (skate.outputs).
-from pipeline.skate.workflow import (
-    SkateWorkflow,
-    analysis_outputs,
-    rate_outputs,
-    report_outputs,
-    strategy_game_output,
-    strategy_outputs,
-)
+# The files the analyses write are declared once, in benchmark.py (skate.outputs).
+from pipeline.skate.workflow import analysis_outputs, strategy_game_output, strategy_outputs
 
 SKATE_PARAMS = f"{PARAMS_DIR}/skate.yaml"  # PARAMS_DIR: the Snakefile's params directory
 SKATE_MODELS = f"{PARAMS_DIR}/models.yaml"
 SKATE_OUT = "results/skate"
-# unreadable params schedule nothing and stop skate's targets (PARAMS_PROBLEMS, the rate rule's guard)
-SKATE = SkateWorkflow(SKATE_PARAMS, SKATE_MODELS, SKATE_OUT, PARAMS_PROBLEMS)
+# the schedule the Snakefile read once (pipeline/skate/workflow.py: SkateWorkflow); unreadable params
+# schedule nothing and stop skate's targets (PARAMS_PROBLEMS, the standard rate rule's guard)
+SKATE = BENCHMARK_RULES["skate"].state
 # the params file is an input only of the jobs it decides as a whole (a job's id covers the rest)
 SKATE_INPUTS = f"--params {SKATE_PARAMS} --models {SKATE_MODELS}"
 SKATE_ARGS = f"{SKATE_INPUTS} --out {SKATE_OUT}"
@@ -82,49 +78,6 @@ rule skate_answer:
         "python -m pipeline skate play {wildcards.answer_id} {params.args} 2> {log}"
 
 
-# every job of the schedule played, nothing rated: with the adaptive schedule on, `python -m pipeline run`
-# builds this target between rounds (pipeline/core/run/rounds.py), so each round plays only its jobs
-rule skate_rounds:
-    input:
-        SKATE.rate_inputs(),
-        guard=params_guard(PARAMS_PROBLEMS, "skate"),
-
-
-rule skate_rate:
-    input:
-        SKATE.rate_inputs(),
-        params=SKATE_PARAMS,
-        guard=params_guard(PARAMS_PROBLEMS, "skate"),  # names that resolve to nothing stop here
-    output:
-        rate_outputs(SKATE_OUT),
-    log:
-        f"{SKATE_OUT}/logs/rate.log",
-    conda:
-        PIPELINE_ENV
-    params:
-        *setting_items(SKATE.settings),  # one value a field: a rerun's reason names the field
-        args=SKATE_ARGS,
-    shell:
-        "python -m pipeline skate rate {params.args} 2> {log}"
-
-
-rule skate_report:
-    input:
-        rate_outputs(SKATE_OUT),
-        params=SKATE_PARAMS,
-    output:
-        report_outputs(SKATE_OUT),
-    log:
-        f"{SKATE_OUT}/logs/report.log",
-    conda:
-        PIPELINE_ENV
-    params:
-        *setting_items(SKATE.settings),
-        args=SKATE_ARGS,
-    shell:
-        "python -m pipeline skate report {params.args} 2> {log}"
-
-
 # The paper's analyses (docs/skate.md): stability as models join and re-ranking with
 # the answer-only models re-rate the game's own tables; the strategy comparison plays the same
 # roster once per augmentation strategy (the response cache makes repeated model calls free).
@@ -178,13 +131,3 @@ rule skate_strategies:
         args=SKATE_ARGS,
     shell:
         "python -m pipeline skate compare-strategies {params.args} 2> {log}"
-
-
-rule skate_all:
-    input:
-        rules.skate_report.output,
-        rules.skate_analyses.output,
-        strategy_outputs(SKATE_OUT) if SKATE.strategies else [],
-
-
-ALL_TARGETS.extend(rules.skate_all.input)

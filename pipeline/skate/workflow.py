@@ -1,31 +1,27 @@
-"""What SKATE's Snakemake rules need at parse time: the schedule's job ids and each job's inputs."""
+"""What SKATE's Snakemake rules need at parse time: the schedule's job ids and each job's inputs
+(its own rules file), and what its standard rules wait for and are decided by (its declaration's
+`rules`: `scheduled`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.artifacts import ParamsError
+from pipeline.core.run.declaration import ScheduleCall, Scheduled
 from pipeline.skate.outputs import (
     analysis_outputs,
-    rate_outputs,
-    report_outputs,
     strategy_game_output,
     strategy_outputs,
 )
-from pipeline.skate.schedule import (
-    Schedule,
-    answer_paths,
-    generate_inputs,
-    generate_path,
-    round_path,
-)
+
+if TYPE_CHECKING:  # the schedule (and what it imports) loads when the rules are parsed, not with the declaration
+    from pipeline.skate.schedule import Schedule
 
 __all__ = [
     "SkateWorkflow",
+    "scheduled",
     "analysis_outputs",
-    "rate_outputs",
-    "report_outputs",
     "strategy_game_output",
     "strategy_outputs",
 ]
@@ -96,18 +92,41 @@ class SkateWorkflow:
 
     # inputs of one job, given its id (functions of wildcards in the rules)
     def generate_inputs(self, job_id: str) -> list[str]:
+        from pipeline.skate.schedule import generate_inputs
+
         assert self.schedule is not None
         return generate_inputs(self.schedule, self.schedule.find_generate(job_id), self.out)
 
     def round_inputs(self, job_id: str) -> list[str]:
+        from pipeline.skate.schedule import generate_path
+
         assert self.schedule is not None
         return [str(generate_path(self.out, g)) for g in self.schedule.find_round(job_id).generate]
 
     def answer_inputs(self, job_id: str) -> list[str]:
+        from pipeline.skate.schedule import round_path
+
         assert self.schedule is not None
         return [str(round_path(self.out, self.schedule.find_answer(job_id).round_id))]
 
     def rate_inputs(self) -> list[str]:
+        from pipeline.skate.schedule import answer_paths, generate_path
+
         files = [str(generate_path(self.out, i)) for i in self.generate_ids()]
         files += [str(p) for i in self.answer_ids() for p in answer_paths(self.out, i).values()]
         return files
+
+
+def scheduled(call: ScheduleCall) -> Scheduled[SkateWorkflow]:
+    """The game as SKATE's rules play it (the state its rules file reads: `SkateWorkflow`), and for the
+    standard rules: the jobs rate and rounds wait for, the settings that decide rate and report, and
+    the final files of its own stages (the analyses, and the strategy comparison when asked for)."""
+    skate = SkateWorkflow(call.params, call.models, call.results, call.problems)
+    final = [*analysis_outputs(call.results), *(strategy_outputs(call.results) if skate.strategies else [])]
+    return Scheduled(
+        played=tuple(skate.rate_inputs()),
+        rate_settings=skate.settings,
+        report_settings=skate.settings,
+        final=tuple(final),
+        state=skate,
+    )

@@ -4,12 +4,15 @@ one spy has a different one (docs/whoisspy.md)."""
 from __future__ import annotations
 
 from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
+from pipeline.core.run.declaration import Rules
 from pipeline.core.run.registry import Benchmark, plot_files
 from pipeline.core.run.verbs import Verb, flag
 from pipeline.whoisspy import cli
 from pipeline.whoisspy.adaptive import SPEC as ADAPTIVE
+from pipeline.whoisspy.dataset import dataset_rows
 from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
+from pipeline.whoisspy.workflow import REPORT_MODULES, scheduled
 
 #: the tables `rate` writes (<name>.parquet), besides metrics.json
 TABLES = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "rating_events", "calls")
@@ -21,7 +24,15 @@ BENCHMARK = Benchmark(
     title="Who is Spy",
     package="pipeline.whoisspy",
     description="Who is Spy: six players, one spy with a different word",
-    rules_file="rules.smk",
+    # the standard rules (pipeline/core/run/standard.py): a job per game, API, embedded-model and
+    # bot-only games many a job (shards); a game is done once its record is written (after its calls)
+    rules=Rules(
+        schedule=scheduled,
+        shards=True,
+        done="games/{game_id}.json",
+        rate_code=REPORT_MODULES,
+        report_code=REPORT_MODULES,
+    ),
     schedule=Verb(cli.schedule, "list the scheduled games (id, variant, words, seats)"),
     play=Verb(
         cli.play,
@@ -37,7 +48,7 @@ BENCHMARK = Benchmark(
     report=Verb(cli.report, "plots from the rated tables"),
     extra_commands=cli.extra_commands,
     writes={
-        "play": ("games/{job_id}.json", "games/{job_id}.calls.parquet"),
+        "play": ("games/{game_id}.json", "games/{game_id}.calls.parquet"),
         "rate": (*(f"{table}.parquet" for table in TABLES), "metrics.json"),
         "report": plot_files(*PLOTS),
     },
@@ -67,5 +78,7 @@ BENCHMARK = Benchmark(
     headline=("points", "win_rate"),  # games: the rated games of the rating table (one definition everywhere)
     order=40,
     estimators="pipeline.whoisspy.estimators",
+    contract="pipeline.whoisspy.contract",
     adaptive=ADAPTIVE,
+    dataset=dataset_rows,
 )

@@ -1,62 +1,37 @@
-"""What the Snakemake rules need at parse time: the scheduled games and the rate job's settings."""
+"""What Who is Spy's standard rules need at parse time (its declaration's `rules`): the scheduled
+games with their seats, and what decides the rate job beyond the games."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.core.artifacts import ParamsError
-from pipeline.core.run import code_fingerprint
+from pipeline.core.run.declaration import PlayJob, ScheduleCall, Scheduled
 
-__all__ = ["rate_settings", "report_code_fingerprint", "scheduled_game_ids", "scheduled_seats"]
+if TYPE_CHECKING:
+    from pipeline.whoisspy.config import WhoIsSpyParams
+
+__all__ = ["REPORT_MODULES", "rate_settings", "scheduled"]
+
+#: modules whose code decides the tables, metrics and plots: a change reruns rate and report.
+#: Games are not replayed on code changes: bump ENGINE_VERSION in schedule.py for that.
+REPORT_MODULES = ("config.py", "metrics.py", "plots.py", "report.py", "schemas.py", "scoring.py")
 
 
-def scheduled_game_ids(params_path: str, models_path: str, problems: dict[str, str] | None = None) -> list[str]:
-    """Ids of every scheduled game; [] when the params cannot be read (see `scheduled_seats`)."""
-    return list(scheduled_seats(params_path, models_path, problems))
-
-
-def scheduled_seats(
-    params_path: str, models_path: str, problems: dict[str, str] | None = None
-) -> dict[str, tuple[str, ...]]:
-    """Roster names at the seats of every scheduled game (the fixed games, or the adaptive rounds'
-    games: pipeline.whoisspy.schedule); {} when the params cannot be read.
-
-    A broken params file must not stop other benchmarks' targets from parsing: its problem goes into
-    `problems` (the Snakefile's PARAMS_PROBLEMS), and building a target that needs whoisspy stops on it
-    (core.run.workflow.params_guard), naming the file, the field and the fix.
-    """
+def scheduled(call: ScheduleCall) -> Scheduled[None]:
+    """Every scheduled game (the fixed games, or the adaptive rounds' games: pipeline.whoisspy.schedule)
+    and the rate job's settings. A ParamsError stops only whoisspy's targets (the standard rules)."""
     from pipeline.core.models import load_models
     from pipeline.whoisspy.config import load_whoisspy
     from pipeline.whoisspy.schedule import build_schedule
 
-    try:
-        params = load_whoisspy(params_path)
-        return {g.game_id: g.seats for g in build_schedule(params, load_models(models_path), source=params_path)}
-    except ParamsError as exc:
-        if problems is not None:
-            problems.setdefault("whoisspy", str(exc))
-        return {}
+    params = load_whoisspy(call.params)
+    games = build_schedule(params, load_models(call.models), source=call.params)
+    return Scheduled(jobs={g.game_id: PlayJob(tuple(g.seats)) for g in games}, rate_settings=rate_settings(params))
 
 
-#: modules whose code decides the report; a change to them reruns the (cheap) rate job. Games are
-#: not replayed on code changes: bump ENGINE_VERSION in schedule.py for that.
-REPORT_MODULES = ("config.py", "metrics.py", "plots.py", "report.py", "schemas.py", "scoring.py")
-
-
-def report_code_fingerprint() -> str:
-    return code_fingerprint("pipeline.whoisspy", REPORT_MODULES)
-
-
-def rate_settings(params_path: str) -> dict[str, Any]:
+def rate_settings(params: WhoIsSpyParams) -> dict[str, Any]:
     """What the rate job depends on beyond its input files: a change reruns it."""
-    from pipeline.whoisspy.config import load_whoisspy
-
-    settings: dict[str, Any] = {"code": report_code_fingerprint()}
-    try:
-        params = load_whoisspy(params_path)
-    except ParamsError:
-        return settings
-    return settings | {
+    return {
         "rank_variant": params.rank_variant,
         "seed": params.seed,
         "rating": params.rating.model_dump(mode="json"),

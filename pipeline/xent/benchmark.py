@@ -4,21 +4,25 @@ scored in bits by a judge language model (docs/xent.md)."""
 from __future__ import annotations
 
 from pipeline.core.artifacts.schemas import EVENTS_FILE, RatingEventsSchema
+from pipeline.core.run.declaration import Rules
 from pipeline.core.run.registry import Benchmark
 from pipeline.core.run.verbs import Verb
 from pipeline.xent import cli
 from pipeline.xent.adaptive import SPEC as ADAPTIVE
+from pipeline.xent.dataset import dataset_rows
 from pipeline.xent.outputs import WRITES
 from pipeline.xent.replay import replays
 from pipeline.xent.schemas import MovesSchema, RewardsSchema, ScoresSchema, TokenXentsSchema
-from pipeline.xent.workflow import schedule_notes
+from pipeline.xent.workflow import PLOT_MODULES, RATE_MODULES, schedule_notes, scheduled
 
 BENCHMARK = Benchmark(
     name="xent",
     title="Xent",
     package="pipeline.xent",
     description="Xent: cross-entropy games in XGL, scored by a judge model",
-    rules_file="rules.smk",
+    rules_file="rules.smk",  # its own stages: maps, play (and its shards), rescore
+    # rate (from rescore's tables), rounds, report and all: the standard rules
+    rules=Rules(schedule=scheduled, rate_reads=WRITES["rescore"], rate_code=RATE_MODULES, report_code=PLOT_MODULES),
     schedule=Verb(cli.schedule, "list the play jobs (id, game, player, maps)"),
     play=Verb(
         cli.play,
@@ -64,6 +68,8 @@ BENCHMARK = Benchmark(
     extra_inputs=("maps/**/*.xgl",),
     order=20,
     estimators="pipeline.xent.estimators",
+    contract="pipeline.xent.contract",
     schedule_notes=schedule_notes,
     adaptive=ADAPTIVE,
+    dataset=dataset_rows,
 )

@@ -1,18 +1,19 @@
-# Xent: build maps (one job per game; stories sampled once and kept as literals) -> play (a job per
-# game and player, all maps concurrent on one batching judge; paths are content ids; many jobs per
-# process, as shards, unless parallel.games_per_job is 0) ->
-# rescore (every recorded move re-scored in large batches; per-token xents; checked against play)
-# -> rate (scores, playability, TrueSkill, metrics.json) -> report (plots).
-# The files `rescore`, `rate` and `report` write are declared once, in benchmark.py. With schedule.adaptive
-# on, the play jobs are those of the round files in results/xent/rounds (pipeline/xent/schedule.py).
+# Xent's own stages: build maps (one job per game; stories sampled once and kept as literals) -> play
+# (a job per game and player, all maps concurrent on one batching judge; paths are content ids; many
+# jobs per process, as shards, unless parallel.games_per_job is 0) -> rescore (every recorded move
+# re-scored in large batches; per-token xents; checked against play). Then the standard rules
+# (pipeline/core/run/standard.smk): rate (scores, playability, TrueSkill, metrics.json), report
+# (plots), rounds and all. The files `rescore`, `rate` and `report` write are declared once, in
+# benchmark.py. With schedule.adaptive on, the play jobs are those of the round files in
+# results/xent/rounds (pipeline/xent/schedule.py).
 from pipeline.xent.benchmark import BENCHMARK as XENT
-from pipeline.xent.workflow import xent_rule_inputs
 
 XENT_PARAMS = f"{PARAMS_DIR}/xent.yaml"  # PARAMS_DIR: the Snakefile's params directory
 XENT_MODELS = f"{PARAMS_DIR}/models.yaml"
-# params that cannot be scheduled (no map set imported yet) schedule nothing: the other benchmarks run,
-# xent's jobs fail with the full message, and `plan` and the run's start say so (schedule_notes)
-XENT_INPUTS = xent_rule_inputs(XENT_PARAMS, XENT_MODELS)
+# the work the Snakefile read once (pipeline/xent/workflow.py: XentRuleInputs); params that cannot be
+# scheduled (no map set imported yet) schedule nothing: the other benchmarks run, xent's jobs fail
+# with the full message, and `plan` and the run's start say so (schedule_notes)
+XENT_INPUTS = BENCHMARK_RULES["xent"].state
 # the params file is not an input of the maps and plays (their content ids cover what decides them)
 XENT_ARGS = f"--params {XENT_PARAMS} --models {XENT_MODELS}"
 
@@ -95,52 +96,3 @@ rule xent_rescore:
     shell:
         f"python -m pipeline xent rescore --params {{input.params}} --models {XENT_MODELS} "
         "--plays results/xent/play --out results/xent 2> {log}"
-
-
-rule xent_rate:
-    input:
-        rules.xent_rescore.output,
-        params=XENT_PARAMS,
-    output:
-        XENT.files("rate"),
-    log:
-        "results/xent/logs/rate.log",
-    conda:
-        PIPELINE_ENV
-    params:
-        settings=XENT_INPUTS.report,
-    shell:
-        f"python -m pipeline xent rate --params {{input.params}} --models {XENT_MODELS} --out results/xent " "2> {log}"
-
-
-# every play job of the schedule played, nothing rescored or rated: with the adaptive schedule on,
-# `python -m pipeline run` builds this target between rounds (pipeline/core/run/rounds.py)
-rule xent_rounds:
-    input:
-        records=XENT_INPUTS.played,
-        guard=params_guard(PARAMS_PROBLEMS, "xent"),
-
-
-rule xent_report:
-    input:
-        rules.xent_rate.output,
-    output:
-        XENT.files("report"),
-    log:
-        "results/xent/logs/report.log",
-    conda:
-        PIPELINE_ENV
-    params:
-        code=XENT_INPUTS.plots_code,  # the plots' code: a change redraws them
-    shell:
-        "python -m pipeline xent report --out results/xent 2> {log}"
-
-
-rule xent_all:
-    input:
-        rules.xent_rescore.output,
-        rules.xent_rate.output,
-        rules.xent_report.output,
-
-
-ALL_TARGETS.extend(rules.xent_all.input)

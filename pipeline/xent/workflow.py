@@ -1,4 +1,6 @@
-"""What the Snakemake rules need at parse time: map files, play jobs and the stages' settings.
+"""What Xent's rules need at parse time: map files, play jobs and the stages' settings (its own
+rules file), and what its standard rules wait for and are decided by (its declaration's `rules`:
+`scheduled`).
 
 With `schedule.adaptive` on, the play jobs are those of the adaptive rounds written so far
 (pipeline.xent.schedule.build_schedule reads results/xent/rounds)."""
@@ -9,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.artifacts import ParamsError
-from pipeline.core.run import code_fingerprint, plan_shards
+from pipeline.core.run.declaration import ScheduleCall, Scheduled
+from pipeline.core.run.shards import plan_shards
+from pipeline.xent.outputs import written
 from pipeline.xent.xgl import ParseError
 
 if TYPE_CHECKING:
@@ -17,7 +21,11 @@ if TYPE_CHECKING:
     from pipeline.xent.config import XentParams
     from pipeline.xent.schedule import Schedule
 
-__all__ = ["XentRuleInputs", "schedule_notes", "xent_rule_inputs"]
+__all__ = ["PLOT_MODULES", "RATE_MODULES", "XentRuleInputs", "schedule_notes", "scheduled", "xent_rule_inputs"]
+
+#: the modules whose code decides `rate`, and `report`: a change reruns it
+RATE_MODULES = ("report.py", "schemas.py")
+PLOT_MODULES = ("plots.py", "schemas.py")
 
 
 @dataclass
@@ -31,8 +39,7 @@ class XentRuleInputs:
     shard_maps: dict[str, list[str]] = field(default_factory=dict)  # shard id -> its jobs' map files
     played: list[str] = field(default_factory=list)  # what `rescore` waits for: shard markers or records
     judges: list[str] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)  # what decides `rate`
-    plots_code: str = ""  # what decides `report`
+    rate_settings: dict[str, Any] = field(default_factory=dict)  # what decides `rate` beyond its inputs
 
 
 def _scheduled(
@@ -74,15 +81,24 @@ def xent_rule_inputs(params_path: str, models_path: str, root: str = "results/xe
     else:  # shards off: every job its own Snakemake output, as before shards
         inputs.played = list(inputs.jobs)
     inputs.judges = [params.judge, *params.rescore_judges]
-    inputs.report = {
+    inputs.rate_settings = {
         "rating": params.rating.model_dump(mode="json"),
         "seed": params.seed,
-        "code": code_fingerprint("pipeline.xent", ("report.py", "schemas.py")),
         # the adaptive schedule adds the opponent rates to metrics.json; a fixed run's settings stay as they were
         **({"adaptive": True} if params.schedule.adaptive.enabled else {}),
     }
-    inputs.plots_code = code_fingerprint("pipeline.xent", ("plots.py", "schemas.py"))
     return inputs
+
+
+def scheduled(call: ScheduleCall) -> Scheduled[XentRuleInputs]:
+    """The work as Xent's rules play it (the state its rules file reads: `XentRuleInputs`), and for
+    the standard rules: the play jobs rate and rounds wait for, what decides rate, and rescore's
+    files, which `xent_all` builds too. Params that cannot be scheduled (no map set imported yet)
+    schedule nothing and stop nothing: xent's jobs fail with the full message, `schedule_notes`
+    says so before a run."""
+    inputs = xent_rule_inputs(call.params, call.models, call.results)
+    final = tuple(written("rescore", call.results))
+    return Scheduled(played=tuple(inputs.played), rate_settings=inputs.rate_settings, final=final, state=inputs)
 
 
 def schedule_notes(params_path: str, models_path: str) -> list[str]:

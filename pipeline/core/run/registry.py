@@ -1,17 +1,22 @@
 """The benchmark registry: each benchmark declares itself once, in its package's `benchmark.py`.
 
 The declaration names the benchmark, its params file, its verbs (schedule, play, rate, report: the
-functions behind `python -m pipeline NAME VERB`), what each verb's rule writes, the outputs DVC keeps,
-the tables the leaderboard reads (with their pandera schemas) and its replay builder. The command
-line, the Snakefile (a benchmark without rules of its own gets the standard ones,
-core/run/standard.smk), `dvc.yaml` (`python -m pipeline dvc-yaml`) and the leaderboard all derive
-from it, so adding a benchmark touches its own folder and its params file (docs/adding-a-benchmark.md).
+functions behind `python -m pipeline NAME VERB`), what each verb's rule writes, how its rules play,
+rate and report (`rules`), the outputs DVC keeps, the tables the leaderboard reads (with their pandera
+schemas) and its replay builder. The command line, the Snakefile (every benchmark gets the standard
+rules, core/run/standard.smk; a benchmark with stages of its own adds them in its `rules_file`),
+`dvc.yaml` (`python -m pipeline dvc-yaml`) and the leaderboard all derive from it, so adding a
+benchmark touches its own folder and its params file (docs/adding-a-benchmark.md).
 
 Benchmarks are found in three places, in this order:
 - every subpackage `pipeline.<name>` that has a `benchmark` module defining `BENCHMARK`;
 - the entry-point group `pipeline.benchmarks` (an installed package: `name = "module:BENCHMARK"`);
 - the environment variable `PIPELINE_BENCHMARKS`: comma-separated module names, each defining
   `BENCHMARK` (handy for a benchmark that lives outside the package, e.g. in tests).
+
+A copy of the project runs every registered benchmark's rules but those named in
+`PIPELINE_LEAVE_OUT` (comma-separated) and those whose own rules file it lacks: they stay
+registered, so the leaderboard still reads their results.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core.run.declaration import Rules
 from pipeline.core.run.verbs import ScheduleFunction, Verb, VerbFunction, schedule_verb
 
 if TYPE_CHECKING:
+    from pipeline.core.artifacts.dataset import DatasetRows
     from pipeline.core.artifacts.schemas import Schema
     from pipeline.core.run.rounds import AdaptiveSpec
     from pipeline.core.run.verbs import BenchmarkCommands
@@ -39,6 +46,7 @@ if TYPE_CHECKING:
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 ENTRY_POINT_GROUP = "pipeline.benchmarks"
 ENV_MODULES = "PIPELINE_BENCHMARKS"
+ENV_LEAVE_OUT = "PIPELINE_LEAVE_OUT"  # benchmarks whose rules a run leaves out (comma-separated)
 STANDARD_RULES = Path(__file__).with_name("standard.smk")
 PLOT_FORMATS = ("html", "png", "svg")
 
@@ -62,9 +70,14 @@ class Benchmark:
     The verbs: `schedule(call) -> {job_id: fields}` (or a `Verb` that prints its own listing),
     `play`, `rate` and `report` (functions of a `VerbCall`, or `Verb`s with their help and flags);
     `extra_commands(commands)` adds the benchmark's own verbs (core.run.verbs.BenchmarkCommands).
-    `writes` says what each verb's rule writes: `play` one job's files (with `{job_id}`), `rate`,
-    `report`, and any rule of the benchmark's own; the rules' outputs and dvc.yaml read it.
+    `writes` says what each verb's rule writes: `play` one game's files (named by its id,
+    `games/{game_id}.json`), `rate`, `report`, and any rule of the benchmark's own; a path ending in
+    `/` is a folder. `rules` says how the standard rules (core/run/standard.py) play, rate
+    and report it: the schedule at parse time, shards, the settings and code that decide rate and
+    report; `rules_file`, the package's rules for stages of its own (they come before the standard ones).
     `adaptive` declares the adaptive schedule (core/run/rounds.py): rounds chosen from the results.
+    `dataset(folder)` reads the results folder's games as rows of the published dataset
+    (core/artifacts/dataset.py; `python -m pipeline export`), or None: the export leaves it out.
     """
 
     name: str
@@ -78,7 +91,8 @@ class Benchmark:
     report: Verb | VerbFunction | None = None
     extra_commands: Callable[[BenchmarkCommands], None] | None = None  # the benchmark's own verbs
     description: str = ""  # the command's help (default: the title)
-    rules_file: str | None = None  # the package's own Snakemake rules; None: the standard rules
+    rules: Rules = field(default_factory=Rules)  # how the standard rules play, rate and report it
+    rules_file: str | None = None  # the package's Snakemake rules for its own stages; None: none
     tables: Mapping[str, Schema] = field(default_factory=dict)
     replays: Callable[..., Any] | None = None
     # what the leaderboard's site reads besides metrics.json (dvc.yaml's leaderboard deps); default: the tables
@@ -89,6 +103,9 @@ class Benchmark:
     # the run plan's estimators: a module defining ESTIMATORS = {rule: estimator} (core.run.estimates),
     # imported only when a plan is made
     estimators: str | None = None
+    # the game contract (core.run.contract): a module defining CONTRACT = a GameContract, imported on
+    # first use (one game with players made by the core, its rating events and a seat's score)
+    contract: str | None = None
     plays_models: bool = True  # False: no rule calls a model (the plan shows no calls, not unknown ones)
     # what a run of these params should be told before it starts, (params file, models file) ->
     # messages: Xent's "nothing scheduled" until its map set is imported. `plan` and the run's
@@ -98,6 +115,8 @@ class Benchmark:
     # its results when its params turn it on; None: fixed schedules only. Its ledger lies in `rounds`,
     # which must be one of the outputs (DVC keeps the rounds when a model is added)
     adaptive: AdaptiveSpec | None = None
+    # the benchmark's games as dataset rows (`python -m pipeline export`); None: not exported
+    dataset: Callable[[Path], DatasetRows] | None = None
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -114,6 +133,8 @@ class Benchmark:
             raise RegistryError(
                 f"{self.name}: an adaptive schedule keeps its rounds in 'rounds'; add it to the outputs"
             )
+        if self.adaptive is not None and self.adaptive.play_target != f"{self.name}_rounds":
+            raise RegistryError(f"{self.name}: the standard rules' rounds target is {self.name}_rounds")
 
     def verb(self, verb: str) -> Verb | None:
         """The declared verb (schedule, play, rate or report) as a `Verb`; None when not declared."""
@@ -125,8 +146,8 @@ class Benchmark:
         return Verb(declared, (declared.__doc__ or "").strip().split("\n")[0])
 
     def files(self, verb: str, root: str | None = None) -> list[str]:
-        """What `verb`'s rule writes, under `root` (default: the results folder)."""
-        return [f"{root or self.results}/{path}" for path in self.writes.get(verb, ())]
+        """What `verb`'s rule writes, under `root` (default: the results folder); folders without their `/`."""
+        return [f"{root or self.results}/{path.rstrip('/')}" for path in self.writes.get(verb, ())]
 
     @property
     def leaderboard_reads(self) -> tuple[str, ...]:
@@ -135,10 +156,6 @@ class Benchmark:
     @property
     def help_text(self) -> str:
         return self.description or self.title
-
-    @property
-    def standard_rules(self) -> bool:
-        return self.rules_file is None
 
     @property
     def params_file(self) -> str:
@@ -170,9 +187,16 @@ class Benchmark:
         return table
 
     @property
-    def rules(self) -> Path:
-        """The Snakemake rules: the package's own file, or the standard rules (core/run/standard.smk)."""
-        return STANDARD_RULES if self.rules_file is None else package_dir(self.package) / self.rules_file
+    def extra_rules(self) -> Path | None:
+        """The package's rules for stages of its own (`rules_file`), included before the standard rules."""
+        return None if self.rules_file is None else package_dir(self.package) / self.rules_file
+
+    @property
+    def in_workflow(self) -> bool:
+        """Whether this copy of the project runs the benchmark's rules: not named in $PIPELINE_LEAVE_OUT,
+        and its own rules file, if it declares one, is there."""
+        left_out = {part.strip() for part in os.environ.get(ENV_LEAVE_OUT, "").split(",")}
+        return self.name not in left_out and (self.extra_rules is None or self.extra_rules.exists())
 
     @property
     def source_dir(self) -> str:

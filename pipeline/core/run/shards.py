@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,16 +187,21 @@ def run_shard(
 
 class GameJobs(NamedTuple):
     """How a benchmark's games become jobs: `solo` games one job each, `shards` by shard id, and
-    which shards play the embedded model (`local`: their job wants the cores, not a provider slot)."""
+    which shards play the embedded model (`local`: their job wants the cores, not a provider slot);
+    `local_solo`, the solo games that do."""
 
     solo: list[str]
     shards: dict[str, list[str]]
     local: frozenset[str]
+    local_solo: frozenset[str] = frozenset()
 
 
-def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | Path) -> GameJobs:
+def jobs_for_games(
+    seats_by_game: Mapping[str, Sequence[str]], models_path: str | Path, *, shards: bool = True
+) -> GameJobs:
     """For a benchmark's rules: the games that keep one job each, and the shards: those of API games
-    and, apart from them, those of games with the embedded model.
+    and, apart from them, those of games with the embedded model, and those of bots only. Without
+    `shards`, or with `parallel.games_per_job` 0, every game keeps its own job.
 
     With an unreadable roster every game keeps its own job (the benchmark's jobs then report it)."""
     from pipeline.core.artifacts.params import ParamsError
@@ -207,8 +212,8 @@ def jobs_for_games(seats_by_game: dict[str, Sequence[str]], models_path: str | P
         kinds = {g: shard_kind(seats, models) for g, seats in seats_by_game.items()}
     except (ParamsError, KeyError):
         return GameJobs(list(seats_by_game), {}, frozenset())
-    if models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
-        return GameJobs(list(seats_by_game), {}, frozenset())
+    if not shards or models.parallel.games_per_job == 0:  # one job per game: each game is a Snakemake output
+        return GameJobs(list(seats_by_game), {}, frozenset(), frozenset(g for g, k in kinds.items() if k == "local"))
     api = plan_shards([g for g, k in kinds.items() if k == "api"], models.parallel.games_per_job)
     # never mixed: a local shard computes on the cores, an API shard waits on the network, a bot
     # shard does neither for long

@@ -70,7 +70,7 @@ def params_config(directory: str) -> list[str]:
 def required_params(benchmarks: Iterable[Any]) -> list[str]:
     """The files a params directory must hold: the roster, each benchmark's (whose rules this copy of
     the project has) and the leaderboard's."""
-    names = [f"{b.name}.yaml" for b in benchmarks if b.rules.exists()]
+    names = [f"{b.name}.yaml" for b in benchmarks if b.in_workflow]
     return ["models.yaml", *names, "leaderboard.yaml"]
 
 
@@ -130,7 +130,7 @@ def check_chosen_params_dir(
 
         benchmarks = registered()
     every = list(benchmarks)
-    benchmarks = [b for b in every if b.rules.exists()]  # a copy of the project may leave one out
+    benchmarks = [b for b in every if b.in_workflow]  # a copy of the project may leave one out
     check_params_dir(directory, required_params(benchmarks), root)
     problems = check_params_files(directory, root, benchmarks, [b.name for b in every])
     if targets is not None:
@@ -343,6 +343,6 @@ def adaptive_benchmarks(targets: Sequence[str]) -> list[Benchmark]:
     a path under results/<bench>/, ...: core.run.workflow.benchmarks_of)."""
     from pipeline.core.run.registry import benchmarks
 
-    declared = [b for b in benchmarks() if b.rules.exists()]
+    declared = [b for b in benchmarks() if b.in_workflow]
     needed = set(benchmarks_of(targets, [b.name for b in declared]))
     return [b for b in declared if b.name in needed and b.adaptive is not None]

@@ -6,6 +6,7 @@ its site without a line changed elsewhere."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import yaml
@@ -115,20 +117,45 @@ def test_a_bad_declaration_is_refused_with_its_name() -> None:
         Benchmark(name="escape", title="x", package="x", outputs=("../elsewhere",))
 
 
+def test_the_standard_rules_refuse_a_declaration_they_cannot_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from coinflip.benchmark import BENCHMARK as COINFLIP
+    from pipeline.core.run.rounds import AdaptiveSpec
+    from pipeline.core.run.standard import rules_of
+
+    def unread(*args: object) -> NoReturn:
+        raise AssertionError("never read")
+
+    unnamed = dataclasses.replace(COINFLIP, writes={**COINFLIP.writes, "play": ("games/{job_id}.json",)})
+    with pytest.raises(
+        RegistryError, match=r"writes\['play'\] 'games/\{job_id\}.json' must name the game by \{game_id\}"
+    ):
+        rules_of(unnamed, str(tmp_path), {})
+    with pytest.raises(RegistryError, match="rounds target is coinflip_rounds"):
+        dataclasses.replace(
+            COINFLIP,
+            outputs=(*COINFLIP.outputs, "rounds"),
+            adaptive=AdaptiveSpec(unread, unread, unread, play_target="coinflip_play", play_rule="coinflip_play"),
+        )
+
+
 def example_project(root: Path) -> Path:
-    """A copy of the workflow with only the example benchmark's rules (the others are left out)."""
+    """A copy of the workflow plus the example benchmark's params (`run` leaves the others' rules out)."""
     copy_workflow(REPO, root, ("Snakefile", "params", "pipeline", "profiles", "envs"))
-    for bench in benchmarks():
-        (root / "pipeline" / bench.name / "rules.smk").unlink()
     shutil.copy2(EXAMPLE / "coinflip.yaml", root / "params" / "coinflip.yaml")
     return root
 
 
-def run(project: Path, *args: str) -> str:
+def run(project: Path, *args: str, declared: str = "coinflip.benchmark", path: tuple[Path, ...] = ()) -> str:
+    """Snakemake in `project` with only the benchmark `declared` (a module defining BENCHMARK) run:
+    the four are left out (PIPELINE_LEAVE_OUT), registered still."""
     env = {
         **os.environ,
-        "PIPELINE_BENCHMARKS": "coinflip.benchmark",
-        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(project)]),
+        "PIPELINE_BENCHMARKS": declared,
+        "PIPELINE_LEAVE_OUT": ",".join(b.name for b in benchmarks()),
+        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), *map(str, path), str(project)]),
     }
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", *args],
@@ -162,6 +189,65 @@ def test_example_benchmark_runs_end_to_end_and_reaches_the_leaderboard(tmp_path:
     (project / "params/coinflip.yaml").write_text(yaml.safe_dump(params))
     plan = run(project, "-n", "coinflip_all")
     assert ["coinflip_play", "18"] in [line.split() for line in plan.splitlines()], plan[-2000:]
+
+
+SHARDS_AND_ROUNDS = """\
+from dataclasses import replace
+
+from coinflip.benchmark import BENCHMARK as PLAIN
+from pipeline.core.run.rounds import AdaptiveSpec
+from pipeline.core.run.standard import Rules
+
+
+def unread(*args):
+    raise AssertionError("no round is read while the rules are built")
+
+
+BENCHMARK = replace(
+    PLAIN,
+    outputs=(*PLAIN.outputs, "rounds"),
+    rules=Rules(shards=True),
+    adaptive=AdaptiveSpec(unread, unread, unread, play_target="coinflip_rounds", play_rule="coinflip_play"),
+)
+"""
+
+
+def job_counts(dry_run: str) -> dict[str, int]:
+    """Snakemake's "Job stats" table of a dry run: rule -> jobs."""
+    table = dry_run.split("Job stats:")[1].split("total")[0]
+    return {row.split()[0]: int(row.split()[1]) for row in table.splitlines()[3:] if row.strip()}
+
+
+def test_a_benchmark_declared_with_shards_and_rounds_gets_those_rules_from_the_core(tmp_path: Path) -> None:
+    project = example_project(tmp_path / "project")
+    (tmp_path / "declared" / "coinflip_rounds.py").parent.mkdir()
+    (tmp_path / "declared" / "coinflip_rounds.py").write_text(SHARDS_AND_ROUNDS)
+
+    def run_declared(*args: str) -> str:
+        return run(project, *args, declared="coinflip_rounds", path=(tmp_path / "declared",))
+
+    plain = set(run(project, "--list-rules").split())
+    assert {"coinflip_play", "coinflip_rate", "coinflip_report", "coinflip_all"} <= plain
+    assert not {"coinflip_shard", "coinflip_rounds"} & plain  # not declared: not made
+    rules = set(run_declared("--list-rules").split())
+    assert {"coinflip_play", "coinflip_shard", "coinflip_rate", "coinflip_rounds", "coinflip_report"} <= rules
+
+    # the rounds target plays every scheduled game, rates nothing; coins seat no model: bot shards
+    # of parallel.games_per_job games each, whose commands name every game once
+    models = yaml.safe_load((project / "params/models.yaml").read_text())
+    models["parallel"]["games_per_job"] = 4
+    (project / "params/models.yaml").write_text(yaml.safe_dump(models, sort_keys=False))
+    plan = run_declared("-n", "-p", "coinflip_rounds")
+    assert job_counts(plan) == {"coinflip_rounds": 1, "coinflip_shard": 5}, plan[-2000:]  # 18 games, 4 a job
+    command = "python -m pipeline coinflip play "
+    played = [
+        game
+        for line in plan.splitlines()
+        if command in line and "--marker results/coinflip/shards/" in line
+        for game in line.split(command)[1].split()[0].split(",")
+    ]
+    assert len(played) == len(set(played)) == 18, plan[-2000:]
+    assert "coinflip_rate" in job_counts(run_declared("-n", "coinflip_all"))
 
 
 def benchmark_verbs(name: str) -> dict[str, argparse.ArgumentParser]:

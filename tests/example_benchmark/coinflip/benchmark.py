@@ -20,7 +20,7 @@ BENCHMARK = Benchmark(
     rate=rate,
     report=report,
     writes={
-        "play": ("games/{job_id}.json",),  # one job's files, named by its id
+        "play": ("games/{game_id}.json",),  # one game's files, named by its id
         "rate": ("games.parquet", "metrics.json"),
         "report": ("summary.md",),
     },
