@@ -11,9 +11,9 @@
 A game id is the content id of what decides the game: the game version, the roster entry in each
 seat, the replicate number and the rules' numbers. The game's reply budgets (`reply_tokens`) are
 part of it only where the params set one (the original sets none), and a seat's entry only with
-what decides its requests here: sampling fields it sets, and its per-move budgets for this game
-(`elimination.<kind>` or `<kind>`, not another benchmark's). Only this module decides games, and
-it imports nothing heavy, so the Snakefile can call it at parse time.
+what decides its games here (`RosterEntry.game_identity`: its per-move budgets for this game,
+never another benchmark's, nor its transport settings). Only this module decides games, and it
+imports nothing heavy, so the Snakefile can call it at parse time.
 
 With `schedule.adaptive.enabled`, the schedule is the games of the adaptive rounds instead
 (`results/elimination/rounds/round-NNN.json`, written by the run's round ledger,
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.artifacts import ParamsError, canonical_json, content_id, seed_from
-from pipeline.core.models import ModelsParams, RosterEntry, load_models
+from pipeline.core.models import ModelsParams, load_models
 from pipeline.core.run.rounds import RoundGame, read_rounds
 from pipeline.elimination.config import GAME_VERSION, EliminationParams, load_elimination_params
 
@@ -52,23 +52,12 @@ class ScheduledGame:
     content: str  # canonical JSON of what decides the game (its id's input)
 
 
-def entry_spec(entry: RosterEntry) -> dict[str, Any]:
-    """The parts of a roster entry that change how it plays here (never keys or connection details):
-    its sampling fields that are set, with only the per-move budgets that apply to this game."""
-    spec: dict[str, Any] = {"name": entry.name}
-    if entry.is_bot:
-        spec.update(bot=entry.bot, bot_options=dict(entry.bot_options))
-    else:
-        spec.update(model=entry.model, sampling=entry.sampling.identity(BENCHMARK))
-    return spec
-
-
 def game_content(
     seats: Sequence[str], replicate: int, params: EliminationParams, models: ModelsParams
 ) -> dict[str, Any]:
     return {
         "game": GAME_VERSION,
-        "seats": [entry_spec(models.entry(name)) for name in seats],
+        "seats": [models.entry(name).game_identity(BENCHMARK) for name in seats],
         "replicate": replicate,
         "words": params.words.model_dump(),
         # only where the params cap a move (the original caps none): a model's own budgets are in its seat
@@ -169,10 +158,13 @@ def build_schedule(
     models_source: str = "params/models.yaml",
     rounds: str | Path = ROUNDS_DIR,
     preview: Sequence[RoundGame] = (),
+    *,
+    outside_ok: bool = False,
 ) -> list[ScheduledGame]:
     """Every game to play: the fixed lineups, or (`schedule.adaptive.enabled`) the games of the
-    adaptive rounds in `rounds` (relative to the working directory)."""
-    params.check_roster(models, source, models_source)
+    adaptive rounds in `rounds` (relative to the working directory). `outside_ok`: the params may seat
+    an entry played from outside the pipeline (a game drawn for it: pipeline.core.run.contract.seat_game)."""
+    params.check_roster(models, source, models_source, outside_ok=outside_ok)
     if params.schedule.adaptive.enabled:
         return adaptive_games(params, models, rounds, preview)
     sched = params.schedule

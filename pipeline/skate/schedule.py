@@ -2,7 +2,8 @@
 
 generate(round, setter) -> round(round) -> answer(round, answerer) -> rate/report.
 
-A job's id hashes its settings, its roster entry and the ids of the jobs it reads, so changing
+A job's id hashes its settings, its roster entry (what of it decides its SKATE games:
+`RosterEntry.game_identity`) and the ids of the jobs it reads, so changing
 anything upstream renames (and reruns) exactly the jobs downstream of it, while adding an
 answer-only player adds jobs and renames none. (Changing the number of rounds renames every
 setter's job: its prompt says "round n of N", as in the paper.) Which earlier jobs a generate job reads
@@ -39,6 +40,7 @@ from pipeline.skate.uniqueness import EMBEDDING_MODEL
 # bump when a code change alters what a job produces: every job id changes, so every job reruns
 # (Snakemake sees only ids, inputs and params, not the package code)
 SKATE_VERSION = "skate-3"
+BENCHMARK = "skate"  # the prefix of a roster entry's per-move budgets for this game
 ROUNDS_DIR = "results/skate/rounds"  # the round jobs and the adaptive rounds' ledger, relative to the working directory
 
 
@@ -127,9 +129,13 @@ class RoundPlan:
     answerers: tuple[str, ...]
 
 
-def build_schedule(params: SkateParams, models: ModelsParams, source: str = "params/skate.yaml") -> Schedule:
-    """The fixed game: in each of `rounds` rounds every player sets and every answerer answers."""
-    params.check_roster(models, source)
+def build_schedule(
+    params: SkateParams, models: ModelsParams, source: str = "params/skate.yaml", *, outside_ok: bool = False
+) -> Schedule:
+    """The fixed game: in each of `rounds` rounds every player sets and every answerer answers.
+    `outside_ok`: the params may seat an entry played from outside the pipeline (a game drawn for it:
+    pipeline.core.run.contract.seat_game)."""
+    params.check_roster(models, source, outside_ok=outside_ok)
     plan = [RoundPlan(tuple(params.players), tuple(params.answerers))] * params.rounds
     return schedule_rounds(params, models, plan, adaptive=False)
 
@@ -141,7 +147,7 @@ def schedule_rounds(
     earlier round, and the answer jobs of the earlier rounds its strategy shows (of the round's setters)
     that the plan has: in the fixed game every one of them."""
     names = dict.fromkeys(name for step in plan for name in (*step.setters, *step.answerers))
-    entries = {name: models.entry(name).identity_dump() for name in names}
+    entries = {name: models.entry(name).game_identity(BENCHMARK) for name in names}
     game = generation_settings(params, adaptive=adaptive)
     of_rounds = None if adaptive else params.rounds
     answering = answering_settings(params)

@@ -6,8 +6,9 @@ a variant differs from the baseline only by the variant. A game's id is the cont
 everything that decides it (seats with their roster entries, spy seat, words, rules with the vote
 parse, variant, prompt text, the reasoning variant's `reasoning_analysis`, and the game's token caps
 where the params set one: the paper sets none), so adding a model adds games and changes no
-existing one. A seat's roster entry counts with the sampling fields it sets and only the per-move
-budgets that apply here (`whoisspy.<kind>` or `<kind>`).
+existing one. A seat's roster entry counts with what decides its games here
+(`RosterEntry.game_identity`: its per-move budgets for this game, never another benchmark's, nor
+its transport settings).
 
 With `schedule.adaptive.enabled`, the schedule is the games of the adaptive rounds instead
 (`results/whoisspy/rounds/round-NNN.json`, written by the run's round ledger,
@@ -25,13 +26,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.artifacts import ParamsError, content_id, seed_from
-from pipeline.core.models import ModelsParams, RosterEntry, load_models
+from pipeline.core.models import ModelsParams, load_models
 from pipeline.core.run.rounds import RoundGame, read_rounds
 from pipeline.whoisspy.config import REASONING_ANALYSES, ReplyParams, RulesParams, WhoIsSpyParams, load_whoisspy
 from pipeline.whoisspy.prompts import prompt_fingerprint
@@ -44,6 +45,7 @@ from pipeline.whoisspy.words import WORD_PAIRS
 # ballot, and the reasoning variant's analysis is heard by the other voters by default (issue 25)
 ENGINE_VERSION = 3
 ROLES: tuple[str, ...] = ("spy", "civilian")
+BENCHMARK = "whoisspy"  # the prefix of a roster entry's per-move budgets for this game
 ROUNDS_DIR = "results/whoisspy/rounds"  # the adaptive rounds' ledger, relative to the working directory
 
 
@@ -68,6 +70,8 @@ class GameSpec:
     focal_role: str | None = None
     starter: int | None = None  # None: the game's seed picks who speaks first
     reasoning_analysis: str = "public"  # the reasoning variant only: heard by the others, or private
+    # what decides the game: `game_id` is its content id (the game contract names games by it)
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def seat_names(self) -> tuple[str, ...]:
@@ -84,12 +88,6 @@ class GameSpec:
             "focal_role": self.focal_role,
             "replicate": self.replicate,
         }
-
-
-def seat_identity(entry: RosterEntry) -> dict[str, Any]:
-    """A seat's roster entry as it decides a game: its sampling fields that are set, and only the
-    per-move budgets that apply to this game (another benchmark's budgets change none of its games)."""
-    return {**entry.identity_dump(), "sampling": entry.sampling.identity("whoisspy")}
 
 
 def make_spec(
@@ -127,7 +125,7 @@ def make_spec(
         "engine": ENGINE_VERSION,
         "prompts": prompt_fingerprint(),
         "variant": variant,
-        "seats": [seat_identity(models.entry(name)) for name in seats],
+        "seats": [models.entry(name).game_identity(BENCHMARK) for name in seats],
         "spy_seat": spy_seat,
         "words": [civilian_word, spy_word],
         "rules": rules.model_dump(mode="json"),
@@ -154,12 +152,8 @@ def make_spec(
         focal_role=focal_role,
         starter=starter,
         reasoning_analysis=reasoning_analysis,
+        identity=identity,
     )
-
-
-def check_names(params: WhoIsSpyParams, models: ModelsParams, source: str) -> None:
-    """Every name in the params must be a roster entry; the error names the field and the fix."""
-    params.check_roster(models, source)
 
 
 def spy_owed(earlier: Iterable[RoundGame], seats: int) -> Counter[str]:
@@ -323,11 +317,14 @@ def build_schedule(
     source: str = "params/whoisspy.yaml",
     rounds: str | Path = ROUNDS_DIR,
     preview: Sequence[RoundGame] = (),
+    *,
+    outside_ok: bool = False,
 ) -> list[GameSpec]:
     """All games of the tournament, in a stable order (variant, player, replicate, role); or, with
     `schedule.adaptive.enabled`, the games of the adaptive rounds in `rounds` (relative to the
-    working directory), in round and table order."""
-    check_names(params, models, source)
+    working directory), in round and table order. `outside_ok`: the params may seat an entry played
+    from outside the pipeline (a game drawn for it: pipeline.core.run.contract.seat_game)."""
+    params.check_roster(models, source, outside_ok=outside_ok)
     if params.schedule.adaptive.enabled:
         return adaptive_games(params, models, rounds, preview)
     n = params.rules.seats

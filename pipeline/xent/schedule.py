@@ -1,7 +1,8 @@
 """The deterministic schedule: which maps exist and which play jobs run (ids are content ids).
 
 A play job is one game and one player over all the game's maps; its id covers the game text, the
-map ids, the player's roster entry, the opponent's entry, the rounds, the judge (its dtype when
+map ids, the player's roster entry and the opponent's (what of each decides its Xent games:
+`RosterEntry.game_identity`), the rounds, the judge (its dtype when
 not the default float32, so that ids made before the option stay valid) and the prompt version, so
 adding a player adds jobs and changes none. With an imported map set the schedule also carries
 where the run differs from it (pipeline.xent.settings), for the commands to say so.
@@ -35,6 +36,7 @@ from pipeline.xent.xgl import ParseError
 
 PLAY_VERSION = 2  # 2: the reference's XGL semantics, move rule and ensure limit
 TABLE_VERSION = 1  # the form of an adaptive table's id (`table_game`)
+BENCHMARK = "xent"  # the prefix of a roster entry's per-move budgets for this game
 ROUNDS_DIR = "results/xent/rounds"  # the adaptive rounds' ledger, relative to the working directory
 
 
@@ -70,11 +72,6 @@ class Schedule:
             f"no scheduled xent play job {where} in the current params (they changed since the DAG "
             "was built?); `python -m pipeline xent schedule` lists the jobs"
         )
-
-
-def _entry_identity(models: ModelsParams, name: str) -> dict:
-    entry = models.entry(name)
-    return entry.identity_dump(include={"model", "bot", "bot_options", "sampling", "extra"})
 
 
 def judge_label(params: XentParams) -> str:
@@ -139,8 +136,8 @@ def play_job(
         "game": name,
         "source": game.version,
         "maps": [m.map_id for m in maps],
-        "player": _entry_identity(models, player),
-        "opponent": _entry_identity(models, opponent) if opponent else None,
+        "player": models.entry(player).game_identity(BENCHMARK),
+        "opponent": models.entry(opponent).game_identity(BENCHMARK) if opponent else None,
         "rounds": params.rounds,
         "judge": judge_label(params),
         "replies": params.replies.model_dump(mode="json"),
@@ -155,12 +152,15 @@ def build_schedule(
     source: str = "params/xent.yaml",
     rounds: str | Path = ROUNDS_DIR,
     preview: Sequence[RoundGame] = (),
+    *,
+    outside_ok: bool = False,
 ) -> Schedule:
     """Every map and play job: each player over all maps of each game; or, with
     `schedule.adaptive.enabled`, the plays of the adaptive rounds in `rounds` (relative to the working
-    directory) and of `preview` (a round the run plan prices before it is written)."""
+    directory) and of `preview` (a round the run plan prices before it is written). `outside_ok`: the
+    params may seat an entry played from outside the pipeline (pipeline.core.run.contract.seat_game)."""
     params = apply_map_set(params)
-    params.check_roster(models, source)
+    params.check_roster(models, source, outside_ok=outside_ok)
     games, refs, maps = map_catalogue(params, source)
     if params.schedule.adaptive.enabled:
         jobs = adaptive_jobs(params, models, (games, refs, maps), rounds, preview)

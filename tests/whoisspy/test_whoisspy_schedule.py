@@ -84,8 +84,9 @@ def test_game_ids_are_content_addressed() -> None:
     # adding a player adds games and changes none
     after = {g.game_id for g in build_schedule(params(), models)}
     assert before < after
-    # changing one roster entry replays exactly the games it sits in
-    changed = [dict(e, sampling={"temperature": 0.1}) if e["name"] == "random-bot" else e for e in ROSTER]
+    # changing one roster entry replays exactly the games it sits in (a bot's options: its sampling
+    # reaches no request, so it changes none)
+    changed = [dict(e, bot_options={"words": 3}) if e["name"] == "random-bot" else e for e in ROSTER]
     games = build_schedule(params(), models_params(changed))
     for g in games:
         assert (g.game_id in after) == ("random-bot" not in g.seats)
@@ -227,7 +228,7 @@ def test_metrics_tables_points_and_ratings(tmp_path: Path) -> None:
     for model in ("heuristic-bot", "random-bot"):
         played = [p for r in baseline_games for p in r["players"] if p["model"] == model]
         row = board.filter(pl.col("model") == model).row(0, named=True)
-        assert row["games"] == len(played)
+        assert row["seats"] == len(played)
         assert row["points"] == pytest.approx(100 + sum(p["score"] for p in played) - len(played))
         spy_games = [p for p in played if p["role"] == "spy"]
         winners = {r["game_id"]: r["winner"] for r in baseline_games}
@@ -259,7 +260,7 @@ def test_metrics_tables_points_and_ratings(tmp_path: Path) -> None:
     )
     assert attack.height and ((attack["value"] - attack["baseline"] - attack["delta"]).abs() < 1e-12).all()
     assert ALL_MODELS in set(variants["model"])
-    metrics = metrics_json(board, variants, "baseline")
+    metrics = metrics_json(board, variants, "baseline").to_json()
     assert set(metrics) == {"heuristic-bot", "random-bot"}
     assert {
         "points",

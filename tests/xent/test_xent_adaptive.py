@@ -44,14 +44,15 @@ BASE: dict[str, Any] = {
     "judge": "word",
     "rating": {"passes": 2, "bootstrap_resamples": 0},
 }
-# the fixed schedule's ids of BASE, as the schedule made them before the adaptive option existed
+# the fixed schedule's ids of BASE: the adaptive option left them as they were; they moved once since,
+# when a seat's identity became the core's (RosterEntry.game_identity: the name in, a bot's sampling out)
 FIXED_IDS = [
-    ("condense", "heuristic-bot", "f372998f008735ae"),
-    ("condense", "random-bot", "c354682777b1a39e"),
-    ("condense", "terse-bot", "5bb06bc11268b364"),
-    ("interception", "heuristic-bot", "1e32f87ce8102f60"),
-    ("interception", "random-bot", "6db22c96ce6111a7"),
-    ("interception", "terse-bot", "ac92dd4df789c248"),
+    ("condense", "heuristic-bot", "4e6aa265c754de65"),
+    ("condense", "random-bot", "64bdcf25b7998db2"),
+    ("condense", "terse-bot", "44dba69e4b6f2345"),
+    ("interception", "heuristic-bot", "aeb2ed1e0e740f91"),
+    ("interception", "random-bot", "d17776a94669f4b5"),
+    ("interception", "terse-bot", "74f6c253b89e1638"),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,10 +14,35 @@ from pipeline.core.artifacts.params import load_params
 from pipeline.core.models.faults import FaultSettings
 from pipeline.core.models.litellm_setup import completion_arguments
 
-#: `extra` keys that say where and how a request travels, never what the model answers: no game id reads them
+#: `extra` keys that say where and how a request travels or how it is counted (the endpoint, the
+#: account and region, timeouts and retries, the provider's limits), never what the model answers:
+#: no game id reads them
 TRANSPORT_KEYS = frozenset(
-    {"api_base", "base_url", "api_version", "timeout", "request_timeout", "extra_headers", "headers", "organization"}
+    {
+        "api_base",
+        "base_url",
+        "api_version",
+        "organization",
+        "timeout",
+        "request_timeout",
+        "stream_timeout",
+        "max_retries",
+        "extra_headers",
+        "headers",
+        "default_headers",
+        "ssl_verify",
+        "vertex_project",
+        "vertex_location",
+        "aws_region_name",
+        "aws_profile_name",
+        "region_name",
+        "rpm",
+        "tpm",
+        "max_parallel_requests",
+    }
 )
+#: a price stated for litellm in `extra` (`input_cost_per_token`, `output_cost_per_token`, ...): accounting
+PRICE_KEY = re.compile(r"(^|_)cost_per_")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # Keys that carry secrets must come from the environment, never from a params file.
 SECRET_KEYS = {"api_key", "api_token", "token", "password", "secret", "aws_secret_access_key"}
@@ -84,9 +109,32 @@ def extra_problems(extra: dict[str, Any]) -> list[str]:
     return problems
 
 
+def reaches_request(key: str) -> bool:
+    """Whether a key of a roster entry's `extra` changes what the model answers (so a game id reads
+    it): every key but the transport ones (TRANSPORT_KEYS) and prices (PRICE_KEY). A key nobody
+    classified counts, so an unknown provider argument can only replay games, never reuse a game
+    it changed."""
+    return key not in TRANSPORT_KEYS and not PRICE_KEY.search(key)
+
+
+#: the bots whose moves come from outside the pipeline: a person, or a program stepping an
+#: environment (pipeline.core.models.outside)
+OUTSIDE_BOTS = ("human", "agent")
+
+
 class Sampling(Strict):
     """How an entry samples, and what its replies may spend (pipeline.core.models.reply_budgets): budgets belong
     to the model, so a game states its rules and this entry decides the caps."""
+
+    #: Every field decides a model's games, each through what its requests carry or how they are
+    #: capped (pipeline.core.models.gateway.completion_request, reply_budgets): temperature, top_p,
+    #: max_tokens, reasoning_effort, reasoning (the reasoning allowance), reasoning_tokens, and
+    #: move_max_tokens with only the keys that apply to the benchmark (`identity`). A field added
+    #: here joins one of the two sets (tests/core/models/test_game_identity.py fails otherwise).
+    GAME_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"temperature", "top_p", "max_tokens", "reasoning_effort", "reasoning", "reasoning_tokens", "move_max_tokens"}
+    )
+    TRANSPORT_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature in [0, 2]; 0 is greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus mass in (0, 1]")
@@ -128,9 +176,10 @@ class Sampling(Strict):
 
     def identity(self, benchmark: str) -> dict[str, Any]:
         """What of this sampling decides a game of `benchmark` (part of its content id): the fields
-        that are set, with only the per-move budgets that apply there (`<benchmark>.<kind>` or
-        `<kind>`), so another benchmark's budgets change none of its games."""
-        found = self.model_dump(mode="json", exclude_none=True)
+        that are set, with only the per-move budgets that apply there (`<benchmark>.<kind>`, or
+        `<kind>`, which applies to every benchmark: the core knows no benchmark's kinds of move), so
+        another benchmark's budgets change none of its games."""
+        found = self.model_dump(mode="json", include=set(self.GAME_FIELDS), exclude_none=True)
         found["move_max_tokens"] = {
             key: tokens
             for key, tokens in sorted(self.move_max_tokens.items())
@@ -140,6 +189,15 @@ class Sampling(Strict):
 
 
 class RosterEntry(Strict):
+    #: What decides this entry's games in a benchmark (`game_identity`), field by field. name: it
+    #: seeds every move (players.Player.seed_for) and labels the records; model, bot and bot_options:
+    #: the player; sampling: as Sampling.GAME_FIELDS says; extra: its keys that reach the request
+    #: (`reaches_request`). Sampling and extra are a model's only: a bot sends no request. Never:
+    #: api_key_env (where the key is read from). A field added here joins one of the two sets
+    #: (tests/core/models/test_game_identity.py fails otherwise).
+    GAME_FIELDS: ClassVar[frozenset[str]] = frozenset({"name", "model", "bot", "bot_options", "sampling", "extra"})
+    TRANSPORT_FIELDS: ClassVar[frozenset[str]] = frozenset({"api_key_env"})
+
     name: str = Field(description="a unique name (letters, digits, . _ -), used in every table and path")
     model: str | None = Field(
         None, description="a litellm model string such as openai/gpt-4o-2024-11-20 or local/smollm2-135m"
@@ -202,12 +260,27 @@ class RosterEntry(Strict):
     def model_string(self) -> str:
         return self.model if self.model is not None else f"bot/{self.bot}"
 
-    def identity_dump(self, include: set[str] | None = None) -> dict[str, Any]:
-        """The entry as game ids read it: its fields, with `extra` without the connection details
-        (TRANSPORT_KEYS): moving a model to another endpoint replays none of its games."""
-        found = self.model_dump(mode="json", include=include)
-        if "extra" in found:
-            found["extra"] = {k: v for k, v in found["extra"].items() if k not in TRANSPORT_KEYS}
+    def game_identity(self, benchmark: str) -> dict[str, Any]:
+        """What of this entry decides its games in `benchmark`, and only that: the part of a game or
+        job id that a seat contributes, the same in every benchmark. Its name; a bot's `bot` and
+        `bot_options`; a model's `model`, its sampling as it reaches this benchmark's requests
+        (`Sampling.identity`: another benchmark's budgets are not in it) and, when it has any, the
+        keys of `extra` that reach the request (`reaches_request`). Never api_key_env, the endpoint,
+        timeouts, retries, limits or prices; the rest of the params file (providers, gateway) and
+        the entries no game seats are no entry's identity at all.
+
+        A reasoning sighting (pipeline.core.models.reasoning_seen) is not in it: ids are read from
+        the params alone, so a sighting, which adds a reasoning allowance to later requests, renames
+        no game, and the games played before it are not played and paid again. Declaring it
+        (`sampling.reasoning: true`) is a change of the entry and renames its games."""
+        found: dict[str, Any] = {"name": self.name}
+        if self.is_bot:
+            found.update(bot=self.bot, bot_options=dict(self.bot_options))
+            return found
+        found.update(model=self.model, sampling=self.sampling.identity(benchmark))
+        reaching = {key: value for key, value in sorted(self.extra.items()) if reaches_request(key)}
+        if reaching:  # only when there is any: an entry without such keys keeps the ids it had
+            found["extra"] = reaching
         return found
 
 
@@ -387,6 +460,12 @@ class ModelsParams(Strict):
 
     def limits_for(self, provider: str) -> ProviderLimits:
         return self.providers.get(provider) or self.providers.get("default") or ProviderLimits()
+
+    def outside(self) -> dict[str, str]:
+        """The entries played from outside the pipeline, name -> bot (`human`: a person, `agent`: a
+        program; pipeline.core.models.outside): a benchmark's params check refuses them as scheduled
+        players, since their games would wait for moves nobody sends."""
+        return {e.name: e.bot for e in self.roster if e.bot is not None and e.bot in OUTSIDE_BOTS}
 
 
 def load_models(path: str | Path = "params/models.yaml") -> ModelsParams:

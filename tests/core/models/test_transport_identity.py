@@ -10,8 +10,6 @@ import yaml
 from pipeline.core.models.roster import RosterEntry, load_models
 from pipeline.skate.config import load_skate
 from pipeline.skate.schedule import build_schedule
-from pipeline.whoisspy.schedule import seat_identity
-from pipeline.xent.schedule import _entry_identity
 from tests.conftest import REPO
 
 
@@ -24,9 +22,10 @@ def test_an_endpoint_is_in_no_game_id_and_the_model_behaviour_is(tmp_path: Path)
         entry(api_base="http://127.0.0.1:8001/v1"),
         entry(api_base="http://10.0.0.2:9000/v1", api_version="2024-10-01"),
     )
-    assert seat_identity(here) == seat_identity(there)
-    assert here.identity_dump() == there.identity_dump()
-    assert entry(mock_response="A").identity_dump() != entry().identity_dump()  # it changes the answers
+    for benchmark in ("elimination", "whoisspy", "skate", "xent"):
+        assert here.game_identity(benchmark) == there.game_identity(benchmark)
+        # it changes the answers
+        assert entry(mock_response="A").game_identity(benchmark) != entry().game_identity(benchmark)
 
     skate_ids = []
     for api_base in ("http://127.0.0.1:8001/v1", "http://10.0.0.2:9000/v1"):
@@ -38,6 +37,5 @@ def test_an_endpoint_is_in_no_game_id_and_the_model_behaviour_is(tmp_path: Path)
         params = load_skate(REPO / "params/skate.yaml").model_copy(update={"answer_only": ["api-model"]})
         schedule = build_schedule(params, models)
         skate_ids.append(sorted(j.job_id for j in [*schedule.generate.values(), *schedule.answers.values()]))
-        xent_identity = _entry_identity(models, "api-model")
-        assert "api_base" not in xent_identity["extra"]
+        assert "extra" not in models.entry("api-model").game_identity("xent")
     assert skate_ids[0] == skate_ids[1]
