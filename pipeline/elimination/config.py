@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pipeline.core.artifacts import ParamsError, load_params, roster_hint
 from pipeline.core.artifacts.params import StrictParams as Strict
+from pipeline.core.artifacts.params import outside_seat_problem
 from pipeline.core.models import GameBudgets, ModelsParams
 from pipeline.core.rating import with_defaults
 from pipeline.core.rating.settings import AdaptiveSettings
@@ -176,11 +177,20 @@ class EliminationParams(Strict):
         return self
 
     def check_roster(
-        self, models: ModelsParams, source: str = "params/elimination.yaml", models_source: str = "params/models.yaml"
+        self,
+        models: ModelsParams,
+        source: str = "params/elimination.yaml",
+        models_source: str = "params/models.yaml",
+        *,
+        outside_ok: bool = False,
     ) -> None:
         """Every name must be a roster entry and every lineup fit the seats; stop with a message naming
-        the file, the field, the value and the fix (every problem at once)."""
+        the file, the field, the value and the fix (every problem at once). A seat played from
+        outside the pipeline (`bot: human` or `agent`) is refused: a scheduled game would wait for
+        it; `outside_ok` allows it (a game drawn for such a seat,
+        pipeline.core.run.contract.seat_game)."""
         known = [e.name for e in models.roster]
+        outside = {} if outside_ok else models.outside()
         sched = self.schedule
         problems = []
         for i, lineup in enumerate(sched.lineups):
@@ -190,7 +200,9 @@ class EliminationParams(Strict):
                     f"{where}: has {len(lineup)} names but seats is {self.seats}; list one roster name per seat"
                 )
             for name in dict.fromkeys(lineup):
-                if name not in known:
+                if name in outside:
+                    problems.append(outside_seat_problem(where, name, outside[name], source, models_source))
+                elif name not in known:
                     problems.append(
                         f"{where}: {name!r} is not in the roster of {models_source}; "
                         f"{roster_hint(name, known, models_source)}"
@@ -203,7 +215,11 @@ class EliminationParams(Strict):
                     )
         for field, names in (("schedule.players", sched.players), ("memory_players", self.memory_players)):
             for i, name in enumerate(names):
-                if name not in known:
+                if name in outside:
+                    problems.append(
+                        outside_seat_problem(f"{source}: {field}[{i}]", name, outside[name], source, models_source)
+                    )
+                elif name not in known:
                     problems.append(
                         f"{source}: {field}[{i}]: {name!r} is not in the roster of {models_source}; "
                         f"{roster_hint(name, known, models_source)}"

@@ -611,6 +611,20 @@ def game_spec(params: EliminationParams, scheduled: ScheduledGame) -> GameSpec:
     )
 
 
+def player_seed(spec: GameSpec) -> int:
+    """The players' job seed of a game: every bot move and model sample is drawn from it."""
+    return seed_from(GAME, spec.game_id)
+
+
+async def play(
+    spec: GameSpec, players: Mapping[str, Player], progress: Callable[[str], None] | None = None
+) -> list[records.Record]:
+    """Play one game with `players` (roster name -> Player, seeded from the game: `player_seed`);
+    its log records, in the order the original writes them."""
+    expect_moves(planned_moves(spec))
+    return await EliminationGame(spec, players, progress).play()
+
+
 @dataclass(frozen=True)
 class GameOutput:
     log_path: Path
@@ -639,12 +653,10 @@ async def play_game(
     progress: Callable[[str], None] | None = None,
 ) -> GameOutput:
     """run_game on the running event loop (a shard job plays many games on one loop)."""
-    expect_moves(planned_moves(spec))
     out = Path(out_dir)
     gateway = Gateway(models, job=f"{GAME}/{spec.game_id}", root=root)
-    players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
-    game = EliminationGame(spec, players, progress)
-    log_records = await game.play()
+    players = make_players(models, gateway, player_seed(spec), names=sorted(set(spec.seats)), game=GAME)
+    log_records = await play(spec, players, progress)
     for stale in [*out.glob(f"game_{spec.log_game_id}_*.jsonl"), *out.glob(f"game_{spec.game_id}*.jsonl")]:
         stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
     log_path = records.write_log(out / records.log_file_name(spec.log_game_id, log_records), log_records)

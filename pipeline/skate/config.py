@@ -305,13 +305,21 @@ class SkateParams(Strict):
         ]
 
     def check_roster(
-        self, models: ModelsParams, source: str = "params/skate.yaml", models_source: str = "params/models.yaml"
+        self,
+        models: ModelsParams,
+        source: str = "params/skate.yaml",
+        models_source: str = "params/models.yaml",
+        *,
+        outside_ok: bool = False,
     ) -> None:
-        """Every name must be a roster entry: stop with a message naming the file, the field, the
-        name, the closest roster name and the fix (every unknown name at once)."""
+        """Every name must be a roster entry: stop with a message naming the file, the field, the name,
+        the closest roster name and the fix (every unknown name at once). A seat played from outside
+        the pipeline (`bot: human` or `agent`) is refused: a scheduled game would wait for it;
+        `outside_ok` allows it (a game drawn for such a seat, pipeline.core.run.contract.seat_game)."""
         known = [e.name for e in models.roster]
         named = [*indexed("players", self.players), *indexed("answer_only", self.answer_only)]
-        problems = roster_problems(named, known, source, models_source) + self.adaptive_problems(source)
+        problems = roster_problems(named, known, source, models_source, None if outside_ok else models.outside())
+        problems += self.adaptive_problems(source)
         if problems:
             raise ParamsError("\n".join(problems))
 

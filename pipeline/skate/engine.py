@@ -18,7 +18,7 @@ import polars as pl
 import pipeline.skate.bots  # noqa: F401  (registers the skate bots)
 from pipeline.core.artifacts import content_id, read_table, seed_from, write_record, write_table
 from pipeline.core.artifacts.progress import expect_moves
-from pipeline.core.models import Gateway, ModelsParams, MoveRequest, gather_moves, make_players
+from pipeline.core.models import Gateway, ModelsParams, MoveRequest, Player, gather_moves, make_players
 from pipeline.core.sandbox import Sandbox
 from pipeline.skate import uniqueness
 from pipeline.skate.config import SkateParams
@@ -99,11 +99,18 @@ async def run_generate(
     sandbox: Sandbox,
 ) -> dict[str, Any]:
     """Up to `attempts` tries of one setter in one round; the first valid, unique one is entered."""
+    player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
+    return await generate(player, params, schedule, job, out, sandbox)
+
+
+async def generate(
+    player: Player, params: SkateParams, schedule: Schedule, job: GenerateJob, out: str | Path, sandbox: Sandbox
+) -> dict[str, Any]:
+    """`run_generate` with the setter's player (seeded by `game_seed`): its record's JSON object."""
     history: list[dict[str, Any]] = (
         [q.to_json() for q in read_generate(generate_path(out, job.previous)).history] if job.previous else []
     )
     context = render_context(context_items(params, schedule, job, history, out), job.setter, params.strategy)
-    player = make_players(models, gateway, game_seed(params), names=[job.setter], game="skate")[job.setter]
     expect_moves(params.attempts)  # the job's progress line: at most one move per try
     attempts: list[dict[str, Any]] = []
     failures: list[FailedAttempt] = []
@@ -217,8 +224,15 @@ async def run_answer(
     """One answerer's samples and p(correct) on every question of one round, in the job's mode
     (the schedule's choice for this answerer); a question whose exact answer came back without
     log-probabilities is sampled instead, and its rows say so."""
-    questions = round_questions(read_round(round_path(out, job.round_id)))
     player = make_players(models, gateway, game_seed(params), names=[job.answerer], game="skate")[job.answerer]
+    return await answer(player, params, job, out)
+
+
+async def answer(
+    player: Player, params: SkateParams, job: AnswerJob, out: str | Path
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`run_answer` with the answerer's player (seeded by `game_seed`): its samples and p(correct) tables."""
+    questions = round_questions(read_round(round_path(out, job.round_id)))
     expect_moves(len(questions) * moves_per_question(params, job.mode))  # the job's progress line
     results = await gather_moves(
         *(answer_question(player, q, job.mode, params.answering, params.seed) for q in questions)

@@ -156,13 +156,20 @@ class WhoIsSpyParams(Strict):
         return value
 
     def check_roster(
-        self, models: ModelsParams, source: str = "params/whoisspy.yaml", models_source: str = "params/models.yaml"
+        self,
+        models: ModelsParams,
+        source: str = "params/whoisspy.yaml",
+        models_source: str = "params/models.yaml",
+        *,
+        outside_ok: bool = False,
     ) -> None:
-        """Every name must be a roster entry: stop with a message naming the file, the field, the
-        name, the closest roster name and the fix (every unknown name at once)."""
+        """Every name must be a roster entry: stop with a message naming the file, the field, the name,
+        the closest roster name and the fix (every unknown name at once). A seat played from outside
+        the pipeline (`bot: human` or `agent`) is refused: a scheduled game would wait for it;
+        `outside_ok` allows it (a game drawn for such a seat, pipeline.core.run.contract.seat_game)."""
         known = [e.name for e in models.roster]
         named = [*indexed("players", self.players), *indexed("fill", self.fill)]
-        problems = roster_problems(named, known, source, models_source)
+        problems = roster_problems(named, known, source, models_source, None if outside_ok else models.outside())
         seats = self.rules.seats
         if self.schedule.adaptive.enabled and len(self.players) < seats:
             problems.append(

@@ -414,15 +414,25 @@ def planned_moves(spec: GameSpec) -> int:
     return 2 * len(spec.seats) * spec.rules.rounds
 
 
-async def play_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:
-    """Play one game; its typed record (`write_record(games/<game_id>.json, record)` writes it)."""
+async def play(spec: GameSpec, players: Mapping[str, Player]) -> WhoIsSpyGame:
+    """Play one game with `players` (roster name -> Player, seeded from the game: `player_seed`); its typed record."""
     expect_moves(planned_moves(spec))
-    players = make_players(models, gateway, seed_from(GAME, spec.game_id), names=sorted(set(spec.seats)), game=GAME)
     record = await Game(spec, players).run()
     log.info(
         "game %s: %s win (%s) after %d round(s)", spec.game_id, record.winner, record.end_reason, record.rounds_played
     )
     return record
+
+
+def player_seed(spec: GameSpec) -> int:
+    """The players' job seed of a game: every bot move and model sample is drawn from it."""
+    return seed_from(GAME, spec.game_id)
+
+
+async def play_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:
+    """Play one game; its typed record (`write_record(games/<game_id>.json, record)` writes it)."""
+    players = make_players(models, gateway, player_seed(spec), names=sorted(set(spec.seats)), game=GAME)
+    return await play(spec, players)
 
 
 def run_record(spec: GameSpec, models: ModelsParams, gateway: Gateway) -> WhoIsSpyGame:

@@ -159,17 +159,29 @@ class XentParams(Strict):
         ]
 
     def check_roster(
-        self, models: ModelsParams, source: str = "params/xent.yaml", models_source: str = "params/models.yaml"
+        self,
+        models: ModelsParams,
+        source: str = "params/xent.yaml",
+        models_source: str = "params/models.yaml",
+        *,
+        outside_ok: bool = False,
     ) -> None:
         """Every name must resolve: players and opponent in the roster, judges registered (or a model
         directory: a path, which may still be downloading, is not looked at here), games in the
-        library or .xgl files that parse. Stops with every problem at once, each with its fix."""
+        library or .xgl files that parse. Stops with every problem at once, each with its fix. A seat
+        played from outside the pipeline (`bot: human` or `agent`) is refused: a scheduled game would
+        wait for it; `outside_ok` allows it (a game drawn for such a seat,
+        pipeline.core.run.contract.seat_game)."""
         from pipeline.xent.games import library_names, load_game
         from pipeline.xent.xgl import ParseError
 
         known = [e.name for e in models.roster]
         problems = roster_problems(
-            [*indexed("players", self.players), ("opponent", self.opponent)], known, source, models_source
+            [*indexed("players", self.players), ("opponent", self.opponent)],
+            known,
+            source,
+            models_source,
+            None if outside_ok else models.outside(),
         )
         problems += self.adaptive_problems(source)
         judges = judge_names()

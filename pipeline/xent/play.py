@@ -22,7 +22,7 @@ import random
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pipeline.xent.bots  # noqa: F401  (registers the xent heuristic bot)
 from pipeline.core.artifacts import seed_from
@@ -37,8 +37,12 @@ from pipeline.xent.prompts import (
     extract_move,
     followup_message,
 )
+from pipeline.xent.records import XentPlay
 from pipeline.xent.runtime import ElicitRequest, JudgeLike, MoveOutcome, RoundResult, StoryProvider, run_round
 from pipeline.xent.xgl import Program
+
+if TYPE_CHECKING:
+    from pipeline.xent.config import XentParams
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,17 @@ class PlaySettings:
 
     def __post_init__(self) -> None:
         check_protocol(self.protocol)
+
+    @classmethod
+    def of(cls, params: XentParams) -> PlaySettings:
+        """The params' settings (`replies`)."""
+        replies = params.replies
+        return cls(
+            reply_max_tokens=replies.max_tokens,
+            detail_rounds=replies.detail_rounds,
+            conversation=replies.conversation,
+            protocol=replies.protocol,
+        )
 
 
 @dataclass
@@ -291,3 +306,19 @@ def job_record(
         "judge": judge.fingerprint.as_dict(),
         "maps": maps,
     }
+
+
+async def play_record(
+    game: Game,
+    job_id: str,
+    maps: Sequence[tuple[str, Program]],
+    player: Player,
+    opponent: Player | None,
+    judge: Any,
+    rounds: int,
+    settings: PlaySettings,
+    seeds: Mapping[str, int | str],
+) -> XentPlay:
+    """One play job with its players (each seeded from the job): its maps concurrently, as its typed record."""
+    records = await play_job_maps(game, maps, player, opponent, judge, rounds, settings)
+    return XentPlay.model_validate(job_record(game, job_id, player, opponent, judge, rounds, records, seeds))

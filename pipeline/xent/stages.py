@@ -90,7 +90,7 @@ async def play_job(
     from pipeline.core.artifacts.progress import expect_moves
     from pipeline.core.models import Gateway, make_players
     from pipeline.xent.judges import params_judge
-    from pipeline.xent.play import PlaySettings, job_record, play_job_maps
+    from pipeline.xent.play import PlaySettings, play_record
 
     game = schedule.games[job.game]
     judge = params_judge(params)
@@ -99,25 +99,11 @@ async def play_job(
     players = make_players(models, gateway, seed_from("xent", job.job_id), names=names, game="xent")
     maps = [(m.map_id, load_program(m.path(maps_root))) for m in job.maps]
     expect_moves(planned_moves(job, [program for _, program in maps]))  # the job's progress line
-    settings = PlaySettings(
-        reply_max_tokens=params.replies.max_tokens,
-        detail_rounds=params.replies.detail_rounds,
-        conversation=params.replies.conversation,
-        protocol=params.replies.protocol,
-    )
+    settings = PlaySettings.of(params)
     opponent = players[job.opponent] if job.opponent else None
-    records = await play_job_maps(game, maps, players[job.player], opponent, judge, job.rounds, settings)
-    record = XentPlay.model_validate(
-        job_record(
-            game,
-            job.job_id,
-            players[job.player],
-            opponent,
-            judge,
-            job.rounds,
-            records,
-            {m.map_id: m.seed for m in job.maps},
-        )
+    seeds = {m.map_id: m.seed for m in job.maps}
+    record = await play_record(
+        game, job.job_id, maps, players[job.player], opponent, judge, job.rounds, settings, seeds
     )
     path = job.path(out)
     gateway.write_calls(path.with_suffix(".calls.parquet"))

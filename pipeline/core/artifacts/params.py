@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -48,16 +48,35 @@ def roster_hint(name: str, known: Iterable[str], models_source: str = "params/mo
 
 
 def roster_problems(
-    named: Iterable[tuple[str, str]], known: Sequence[str], source: str, models_source: str = "params/models.yaml"
+    named: Iterable[tuple[str, str]],
+    known: Sequence[str],
+    source: str,
+    models_source: str = "params/models.yaml",
+    outside: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """One message per (field, name) whose name is no roster entry: file, field, name, the closest
-    roster name and the fix. `field` is how the params file spells the place (`players[2]`)."""
+    """One message per (field, name) whose name is no roster entry, or one played from outside the
+    pipeline (`outside`: name -> its bot, `human` or `agent`): file, field, name and the fix. `field`
+    is how the params file spells the place (`players[2]`)."""
+    outside = outside or {}
     return [
-        f"{source}: {field}: {name!r} is not a roster name in {models_source}; "
+        outside_seat_problem(f"{source}: {field}", name, outside[name], source, models_source)
+        if name in outside
+        else f"{source}: {field}: {name!r} is not a roster name in {models_source}; "
         f"{roster_hint(name, known, models_source)}"
         for field, name in named
-        if name not in known
+        if name in outside or name not in known
     ]
+
+
+def outside_seat_problem(where: str, name: str, bot: str, source: str, models_source: str) -> str:
+    """A scheduled game's params name a seat played from outside the pipeline (a person, `bot: human`,
+    or a program, `bot: agent`): its game would wait for moves nobody sends, so the params check stops
+    it first, with the command that plays such a seat (`source` is the benchmark's params file)."""
+    return (
+        f"{where}: {name!r} is played from outside the pipeline (`bot: {bot}` in {models_source}), so no "
+        f"scheduled game can seat it; remove it here, and play it with `python -m pipeline seat "
+        f"{Path(source).stem} --as {name}` (a person) or pipeline.environments.make (a program)"
+    )
 
 
 def indexed(field: str, names: Iterable[str]) -> Iterator[tuple[str, str]]:

@@ -12,51 +12,16 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.artifacts.io import content_id, seed_from
 from pipeline.core.artifacts.progress import count_move
-from pipeline.core.models.gateway import Gateway, Message, TokenLogprob
+from pipeline.core.models.gateway import Gateway, TokenLogprob
+from pipeline.core.models.moves import MoveRequest as MoveRequest
+from pipeline.core.models.moves import Reply as Reply
+from pipeline.core.models.outside import OUTSIDE_BOTS, seat_channel, unopened_message
 from pipeline.core.models.roster import ModelsParams, RosterEntry
-
-
-@dataclass(frozen=True)
-class MoveRequest:
-    """What a game asks of a player for one move."""
-
-    messages: Sequence[Message]
-    key: str  # unique within the job, e.g. "round3/vote/P2"; seeds the reply
-    kind: str = "text"  # what is asked: "statement", "vote", "answer", ...
-    choices: tuple[str, ...] = ()  # the valid moves, when they can be listed
-    max_words: int | None = None
-    # the game's visible reply budget for this kind of move, as its reference allows (None: none);
-    # the player's roster entry decides what is sent (pipeline.core.models.reply_budgets)
-    max_tokens: int | None = None
-    stop: tuple[str, ...] = ()
-    top_logprobs: int | None = None
-    sample_index: int = 0
-    state: Mapping[str, Any] = field(default_factory=dict)  # game view for bots only
-
-
-@dataclass(frozen=True)
-class Reply:
-    player: str
-    text: str
-    cache_hit: bool = False
-    tokens_in: int = 0
-    tokens_out: int = 0
-    logprobs: tuple[TokenLogprob, ...] | None = None
-    # seconds the answer took when it was produced (a cached answer keeps its recorded time, so
-    # time limits judge a rerun exactly as they judged the first run)
-    latency_s: float = 0.0
-    finish_reason: str = "stop"  # "length": the token limit cut the reply (a bot never is)
-
-    @property
-    def empty_at_token_limit(self) -> bool:
-        """Cut by the token limit before any visible text: what a reasoning model returns when its
-        hidden reasoning spent the whole budget. Not the model's move: games record it as such."""
-        return self.finish_reason == "length" and not self.text.strip()
 
 
 class Player(ABC):
@@ -242,8 +207,55 @@ def graded_bot(options: Mapping[str, Any], plain: BotPolicy, heuristic: BotPolic
     return graded
 
 
+class OutsidePlayer(Player):
+    """A seat whose moves come through its open channel; recorded like a bot's (no request, no cost),
+    with the time the move took in the calls table."""
+
+    def __init__(self, entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> None:
+        super().__init__(entry, gateway, job_seed, game)
+        channel = seat_channel(entry.name)
+        if channel is None:
+            raise ValueError(unopened_message(entry))
+        self.channel = channel
+
+    @property
+    def is_bot(self) -> bool:
+        """False: a game reads the seat's replies by a model's rules (an untagged Xent move is
+        malformed, not a bot's bare move), as it reads the replies of the model it stands for."""
+        return False
+
+    async def act(self, request: MoveRequest) -> Reply:
+        started = time.monotonic()
+        text = await self.channel.ask(request)
+        elapsed = time.monotonic() - started
+        self.gateway.record_bot(self.entry, content_id([self.name, request.key, request.sample_index]), elapsed)
+        count_move()
+        # the seat waits without a time limit: no game's clock (Who is Spy's time limit) runs on it, and
+        # the same moves give the same record; the time it took is in the calls table
+        return Reply(player=self.name, text=text, latency_s=0.0)
+
+
+def _outside_policy(name: str) -> Any:
+    def factory(options: Mapping[str, Any]) -> Any:
+        def policy(request: MoveRequest, rng: Any) -> str:  # only reached without an open seat
+            raise ValueError(
+                f"bot {name!r} is played from outside the pipeline: open its seat first "
+                "(pipeline.core.models.outside.open_seat), e.g. with `python -m pipeline seat`"
+            )
+
+        return policy
+
+    return factory
+
+
+for _name in OUTSIDE_BOTS:
+    register_bot(_name)(_outside_policy(_name))
+
+
 def make_player(entry: RosterEntry, gateway: Gateway, job_seed: int, game: str | None = None) -> Player:
     if entry.is_bot:
+        if entry.bot in OUTSIDE_BOTS:  # a person or an agent: its moves come through its open seat
+            return OutsidePlayer(entry, gateway, job_seed, game)
         return BotPlayer(entry, gateway, job_seed, game)
     return ModelPlayer(entry, gateway, job_seed, game)
 
