@@ -50,6 +50,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
         push=not args.no_push,
         git_push=args.git_push,
         share_cache=args.share_cache,
+        dataset=args.dataset,
     )
     try:
         done = publish_version(options)
@@ -119,6 +120,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also track and push the response cache (every prompt and reply) so collaborators "
         "re-derive games without calls",
+    )
+    publish.add_argument(
+        "--dataset",
+        action="store_true",
+        help="also export every game as a Parquet dataset with its card into the site (site/dataset; "
+        "python -m pipeline export)",
     )
     publish.add_argument("--workspace", default=".", help="a folder inside the git and DVC project")
     publish.set_defaults(func=_cmd_publish)

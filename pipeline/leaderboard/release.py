@@ -67,6 +67,7 @@ class PublishOptions:
     push: bool = True
     git_push: bool = False
     share_cache: bool = False
+    dataset: bool = False  # also export the games as a dataset into the site (site/dataset)
 
 
 @dataclass
@@ -278,6 +279,12 @@ def publish_version(options: PublishOptions) -> Published:
         messages.append(f"warning: {CACHE_WARNING}")
         repo.dvc("add", "--quiet", str(cache.relative_to(root)))
         shared = [cache]
+    if options.dataset:  # inside the site: DVC keeps, pushes and pulls it with the version's site
+        from pipeline.export.build import export_dataset
+
+        exported = export_dataset(root / "results", out / "site" / "dataset", params_dir / "models.yaml")
+        games = sum(bench.games.height for bench in exported.benchmarks)
+        messages.append(f"dataset: {games} games of {len(exported.benchmarks)} benchmarks in {folder}/site/dataset")
     if LEADERBOARD_STAGE in stage_names(root, lock=False):
         repo.dvc("commit", "--force", "--quiet", LEADERBOARD_STAGE)
 
