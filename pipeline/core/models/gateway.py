@@ -586,12 +586,13 @@ class Gateway:
                     if await self._give_up(entry, kind, attempt, first_refusal):
                         raise TransportError(give_up_message(entry, attempt, kind, detail)) from None
                     delay = max(self._backoff(attempt), retry_after or 0.0, 0.05 if kind == "rate_limit" else 0.0)
-                    if limit_s is not None and deadline is not None and time.monotonic() + delay >= deadline:
-                        raise TransportError(deadline_message(entry, attempt, kind, detail, limit_s)) from None
                     if reach is not None and entry.name not in self._unreachable:
-                        # said once, at the first failure: the retries that follow are quiet
+                        # said once, at the first failure (even one the deadline ends): the retries
+                        # that follow are quiet
                         self._unreachable.add(entry.name)
                         log.warning(unreached_message(entry, reach, self._retry_plan()))
+                    if limit_s is not None and deadline is not None and time.monotonic() + delay >= deadline:
+                        raise TransportError(deadline_message(entry, attempt, kind, detail, limit_s)) from None
                 else:
                     self._unreachable.discard(entry.name)
                     admission.outcome = "ok"

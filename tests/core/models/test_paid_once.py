@@ -333,7 +333,11 @@ def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
     for model, calls_left in left.items():
         if calls_left:
             assert compared[model]["planned_calls"] == calls_left
-            assert abs(compared[model]["spent_calls"] - calls_left) <= calls_left // 2
+            # planned is the bound (issue 45): the one game left spent within it, and near what was
+            # expected of it (how long a game lasts depends on its seeds)
+            spent, expected = compared[model]["spent_calls"], compared[model]["expected_calls"]
+            assert 0 < spent <= calls_left and compared[model]["within_bound"]
+            assert abs(spent - expected) <= max(1, expected // 2)
     assert not (project / "results/plan/unfinished_calls.parquet").exists()  # every attempt in its game's table
 
 

@@ -75,5 +75,5 @@ def test_game_scoped_heuristic_bot_and_unknown_bot_error(tmp_path: Path) -> None
     roster = [{"name": "h", "bot": "heuristic"}]
     _, table = players(tmp_path, roster=roster, game="testgame")
     assert act(table["h"], MoveRequest(messages=[], key="k", state={"favourite": "P3"})) == "P3"
-    with pytest.raises(ValueError, match="roster entry 'h': unknown bot 'heuristic'.*known: random"):
+    with pytest.raises(ValueError, match="roster entry 'h': unknown bot 'heuristic'.*known: agent, human, random"):
         players(tmp_path, roster=roster, game="othergame")
