@@ -20,7 +20,7 @@ from pipeline.elimination.schemas import (
     SeatsSchema,
     VotesSchema,
 )
-from pipeline.elimination.workflow import RATE_MODULES, REPORT_MODULES, scheduled
+from pipeline.elimination.workflow import RATE_MODULES, REPORT_MODULES, SKELETON
 
 #: the tables `rate` writes under tables/ (<name>.parquet)
 TABLES = (
@@ -45,7 +45,7 @@ BENCHMARK = Benchmark(
     # bot-only games many a job (shards); a game with the embedded model takes both cores (torch
     # threads), so two never compete; a game is done once its calls table is written (after its log)
     rules=Rules(
-        schedule=scheduled,
+        schedule=SKELETON.scheduled,
         shards=True,
         local_threads=2,
         done="games/{game_id}/calls.parquet",
@@ -53,13 +53,8 @@ BENCHMARK = Benchmark(
         rate_code=RATE_MODULES,
         report_code=REPORT_MODULES,
     ),
-    schedule=Verb(cli.schedule, "list the scheduled games (id and who sits where)"),
-    play=Verb(
-        cli.play,
-        "play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table",
-        out="results/elimination/games",
-        out_help="the games folder",
-    ),
+    schedule=SKELETON.schedule_verb("list the scheduled games (id and who sits where)"),
+    play=SKELETON.play_verb("play scheduled games; write <out>/<game_id>/game_<n>.jsonl and its calls table"),
     rate=Verb(
         cli.rate,
         "tables, multi-pass TrueSkill, leaderboard.csv and metrics.json from every scheduled game",
@@ -105,8 +100,8 @@ BENCHMARK = Benchmark(
     site_reads=("games", EVENTS_FILE),
     headline=("wins", "avg_points"),  # games: the rated games of the rating table (one definition everywhere)
     order=30,
-    estimators="pipeline.elimination.estimators",
-    contract="pipeline.elimination.contract",
+    estimators=SKELETON.estimators,
+    contract=SKELETON.contract,
     adaptive=ADAPTIVE,
     dataset=dataset_rows,
 )

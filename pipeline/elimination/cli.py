@@ -1,73 +1,15 @@
-"""The bodies of `python -m pipeline elimination schedule | play | rate | report`, which benchmark.py
-declares (core/run/verbs.py builds their command lines), and the Elimination Game's own `import`."""
+"""The bodies of `python -m pipeline elimination rate | report`, which benchmark.py declares
+(core/run/verbs.py builds their command lines; `schedule` and `play` come from the game contract,
+core/run/skeleton.py), and the Elimination Game's own `import`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import time
-from functools import partial
 from pathlib import Path
 
 from pipeline.core.run.verbs import BenchmarkCommands, VerbCall, say
-
-
-def schedule(args: VerbCall) -> int:
-    from pipeline.elimination.schedule import schedule_from_files
-
-    games = schedule_from_files(args.params, args.models)
-    if args.json:
-        print(json.dumps([{"game_id": g.game_id, "seats": list(g.seats)} for g in games], indent=2))
-        return 0
-    for game in games:
-        print(f"{game.game_id}  " + " ".join(f"P{i + 1}={n}" for i, n in enumerate(game.seats)))
-    say(f"{len(games)} game(s)")
-    return 0
-
-
-def play(args: VerbCall) -> int:
-    """One scheduled game, or several on one event loop (API games; see pipeline.core.run.shards)."""
-    from pipeline.core.artifacts import ParamsError
-    from pipeline.core.models import load_models
-    from pipeline.core.run import ShardGame, game_done, run_shard
-    from pipeline.elimination.config import load_elimination_params
-    from pipeline.elimination.engine import GameSpec, game_spec, planned_moves, play_game, run_game
-    from pipeline.elimination.schedule import build_schedule
-
-    params = load_elimination_params(args.params)
-    models = load_models(args.models)
-    games = {g.game_id: g for g in build_schedule(params, models, args.params)}
-    wanted = list(args.jobs)
-    unknown = [g for g in wanted if g not in games]
-    if unknown:
-        raise ParamsError(
-            f"game {unknown[0]!r} is not in the schedule of {args.params} "
-            f"({len(games)} games; list them with `python -m pipeline elimination schedule`)"
-        )
-    specs = [game_spec(params, games[i]) for i in wanted]
-    out = Path(args.out)  # one folder per game: <out>/<game_id>/game_<n>.jsonl and calls.parquet
-
-    if len(specs) == 1 and args.marker is None:
-        spec = specs[0]
-        say(f"game {spec.game_id}: " + ", ".join(f"P{i + 1}={n}" for i, n in enumerate(spec.seats)))
-        started = time.perf_counter()
-        output = run_game(spec, models, out / spec.game_id, progress=say)
-        say(f"wrote {output.log_path} ({len(output.records)} records) in {time.perf_counter() - started:.1f}s")
-        return 0
-
-    async def play(spec: GameSpec) -> None:
-        await play_game(spec, models, out / spec.game_id)
-
-    done = partial(game_done, out, log_pattern="game_*.jsonl")  # the calls table is written after the log
-    return run_shard(
-        [ShardGame(s.game_id, s) for s in specs],
-        play,
-        done,
-        at_once=models.parallel.games_per_job,
-        marker=args.marker,
-        say=say,
-        moves=planned_moves,
-    )
 
 
 def _print_board(board, show: int) -> None:  # board: the leaderboard frame
@@ -94,31 +36,20 @@ def _print_board(board, show: int) -> None:  # board: the leaderboard frame
 
 
 def rate(args: VerbCall) -> int:
-    from pipeline.elimination.config import load_elimination_params
     from pipeline.elimination.importer import run_import
-    from pipeline.elimination.schedule import schedule_from_files
+    from pipeline.elimination.workflow import SKELETON
 
-    params = load_elimination_params(args.params)
-    settings = params.rating
-    adaptive = params.schedule.adaptive.enabled
-    folders = [Path(args.args.games) / g.game_id for g in schedule_from_files(args.params, args.models)]
-    if adaptive and not folders:
-        say(
-            "error: schedule.adaptive is on and no round has been chosen yet; run `python -m pipeline run "
-            "elimination_all` (or `dvc repro elimination`): it chooses the rounds and plays them"
-        )
-        return 2
-    missing = [str(f) for f in folders if not f.is_dir()]
-    if missing:
-        say(
-            f"error: {len(missing)} scheduled game(s) not played yet, e.g. {missing[0]}; run "
-            "`snakemake elimination_all` (or `python -m pipeline elimination play ID`) first"
-        )
-        return 2
+    params, folders = SKELETON.played_games(args, args.args.games)
     out = Path(args.out)
     # under the adaptive schedule metrics.json also gets the opponent-corrected rate (docs/ratings.md)
     result = run_import(
-        folders, out, settings, plots=False, calls_out=out / "calls.parquet", progress=say, opponent_rates=adaptive
+        folders,
+        out,
+        params.rating,
+        plots=False,
+        calls_out=out / "calls.parquet",
+        progress=say,
+        opponent_rates=params.schedule.adaptive.enabled,
     )
     say(
         f"rated {result.leaderboard.height} model(s) over {result.report['games_finished']} game(s); "

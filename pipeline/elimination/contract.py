@@ -10,19 +10,30 @@ import random
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.core.artifacts import seed_from
+from pipeline.core.artifacts import canonical_json, seed_from
 from pipeline.core.artifacts.params import validate_params
-from pipeline.core.models import ModelsParams, Player
+from pipeline.core.models import Gateway, ModelsParams, Player
 from pipeline.core.rating.events import RatingEvent
-from pipeline.core.run.contract import Draft, Game, GameContract, ParamsSource, project_file
+from pipeline.core.run.contract import (
+    PROJECT_SOURCE,
+    Draft,
+    Game,
+    GameContract,
+    ParamsSource,
+    ScheduleSource,
+    project_file,
+)
 from pipeline.elimination.config import EliminationParams, load_elimination_params
-from pipeline.elimination.engine import GAME, GameSpec, game_spec, play, player_seed
+from pipeline.elimination.engine import GAME, GameSpec, game_spec, planned_moves, play, player_seed
 from pipeline.elimination.ratings import game_events
 from pipeline.elimination.reader import ParsedGame, frames, read_game
 from pipeline.elimination.records import EliminationLog, as_log, log_file_name, write_log
 from pipeline.elimination.schedule import ScheduledGame, build_schedule
+
+if TYPE_CHECKING:
+    from pipeline.core.run.estimates import PlanContext, SeatPlan
 
 #: the most seats a table has (params `seats`: 3 to 26); an outside seat asks for one of them
 MAX_SEATS = 26
@@ -55,8 +66,18 @@ class EliminationContract(GameContract[EliminationParams, GameSpec, EliminationL
             return validate_params(EliminationParams, dict(source), "elimination params")
         return load_elimination_params(project_file("params/elimination.yaml") if source is None else source)
 
-    def drafts(self, params: EliminationParams, roster: ModelsParams) -> Iterable[Draft[GameSpec]]:
-        return [draft(params, scheduled) for scheduled in build_schedule(params, roster)]
+    def drafts(
+        self, params: EliminationParams, roster: ModelsParams, source: ScheduleSource = PROJECT_SOURCE
+    ) -> Iterable[Draft[GameSpec]]:
+        games = build_schedule(
+            params,
+            roster,
+            source.params_file(GAME),
+            source.models_file(),
+            source.rounds_dir(GAME),
+            source.preview,
+        )
+        return [draft(params, scheduled) for scheduled in games]
 
     async def play(self, game: Game[GameSpec], players: Mapping[str, Player]) -> EliminationLog:
         return as_log(await play(game.spec, players))
@@ -75,6 +96,36 @@ class EliminationContract(GameContract[EliminationParams, GameSpec, EliminationL
 
     def to_json(self, record: EliminationLog) -> Any:
         return [r.to_json() for r in record.records]
+
+    # -- the generated verbs, rules and plan (pipeline.core.run.skeleton) --------------------------------
+    #: a game's folder holds its log (the original's file name) and, written after it, its calls table
+    log_pattern = "game_*.jsonl"
+    played = "{game_id}"
+
+    def write(self, game: Game[GameSpec], record: EliminationLog, gateway: Gateway, out: Path) -> None:
+        folder, spec = out / game.id, game.spec
+        for stale in [*folder.glob(f"game_{spec.log_game_id}_*.jsonl"), *folder.glob(f"game_{spec.game_id}*.jsonl")]:
+            stale.unlink(missing_ok=True)  # an earlier run of the same game: only one log per game id
+        write_log(folder / log_file_name(spec.log_game_id, [r.to_json() for r in record.records]), record)
+        gateway.write_calls(folder / "calls.parquet")  # after the log: its presence means done
+
+    def planned_moves(self, game: Game[GameSpec]) -> int:
+        return planned_moves(game.spec)
+
+    def outcome(self, record: EliminationLog) -> str:
+        return f"{len(record.records)} log records"
+
+    def rule_content(self, game: Game[GameSpec]) -> str | None:
+        """The game's content is a rule param, so a change reruns the game."""
+        return canonical_json(game.identity)
+
+    def rate_settings(self, params: EliminationParams) -> Mapping[str, Any]:
+        return {"rating": params.rating.model_dump(mode="json")}
+
+    def seat_plan(self, params: EliminationParams, game: Game[GameSpec], context: PlanContext) -> SeatPlan:
+        from pipeline.elimination.estimators import seat_plan
+
+        return seat_plan(params, context)
 
     def default_opponents(self, params: EliminationParams, roster: ModelsParams) -> list[str]:
         """The scripted bots the params' lineups seat."""

@@ -1,4 +1,5 @@
-"""The Elimination Game's requests for the run plan (`python -m pipeline plan`).
+"""The Elimination Game's requests for the run plan (`python -m pipeline plan`): the contract's
+`seat_plan`, from which the core makes the play and shard jobs' estimators (pipeline.core.run.skeleton).
 
 A game's length depends on the votes, so once a model has played, its calls per game come from
 its earlier games (and its tokens per call from their calls tables). Before that, the game's
@@ -30,7 +31,7 @@ import math
 from typing import Any
 
 from pipeline.core.models import tokens_for_words
-from pipeline.core.run import CallEstimate, PlanContext, PlannedJob, PlannedMove, seat_estimates, shard_estimates
+from pipeline.core.run import PlanContext, PlannedMove, SeatPlan
 
 #: words of a vote's reason, which has no stated limit (`P<n>: <reason>`): a sentence or two
 VOTE_REASON_WORDS = 30
@@ -184,30 +185,9 @@ def planned_moves(params: Any) -> tuple[list[PlannedMove], list[PlannedMove]]:
     return moves, notes
 
 
-def _games(context: PlanContext) -> dict[str, Any]:
-    from pipeline.elimination.schedule import ROUNDS_DIR, schedule_from_files
-
-    def load() -> dict[str, Any]:
-        games = schedule_from_files(
-            context.params_file("elimination.yaml"),
-            context.path(context.models_path),
-            rounds=context.path(ROUNDS_DIR),
-            preview=context.preview.get("elimination", ()),
-        )
-        return {g.game_id: g for g in games}
-
-    return context.once("elimination", load)
-
-
-def _params(context: PlanContext) -> Any:
-    from pipeline.elimination.config import load_elimination_params
-
-    return context.once("elimination-params", lambda: load_elimination_params(context.params_file("elimination.yaml")))
-
-
-def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
-    game = _games(context)[job.wildcards["game_id"]]
-    params = _params(context)
+def seat_plan(params: Any, context: PlanContext) -> SeatPlan:
+    """The plan of a game under `params` (EliminationParams): every seat's expected moves from the
+    game's structure (the bound: their most); a seat keeping memory adds its notes."""
     moves, notes = context.once("elimination-moves", lambda: planned_moves(params))
     memory = params.variant == "memory"
 
@@ -216,16 +196,8 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
         return moves + notes if keeps else moves
 
     expected = math.ceil(sum(m.calls for m in moves + (notes if memory else [])) - 1e-9)
-    why = (
+    return SeatPlan(
+        seat_moves,
         f"about {expected} calls a seat expected before its first game (each move once, no re-ask, no tie: "
-        f"the game's moves shared over {params.seats} seats), replies at the word limits"
+        f"the game's moves shared over {params.seats} seats), replies at the word limits",
     )
-    return seat_estimates(context, "elimination", "elimination", list(game.seats), None, "", seat_moves, why)
-
-
-def estimate_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
-    games = _games(context)
-    return shard_estimates(job, context, "elimination", {g: games[g].seats for g in games}, estimate_game)
-
-
-ESTIMATORS = {"elimination_play": estimate_game, "elimination_shard": estimate_shard}

@@ -23,7 +23,15 @@ import polars as pl
 from pipeline.core.artifacts.params import validate_params
 from pipeline.core.models import ModelsParams, Player
 from pipeline.core.rating.events import RatingEvent
-from pipeline.core.run.contract import Draft, Game, GameContract, ParamsSource, project_file
+from pipeline.core.run.contract import (
+    PROJECT_SOURCE,
+    Draft,
+    Game,
+    GameContract,
+    ParamsSource,
+    ScheduleSource,
+    project_file,
+)
 from pipeline.core.sandbox import Sandbox
 from pipeline.skate.config import SkateParams, load_skate
 from pipeline.skate.engine import answer, game_seed, generate, write_answer, write_generate
@@ -89,7 +97,11 @@ class SkateContract(GameContract[SkateParams, SkateRoundGame, SkateRoundRecord])
             return validate_params(SkateParams, dict(source), "skate params")
         return load_skate(project_file("params/skate.yaml") if source is None else source)
 
-    def drafts(self, params: SkateParams, roster: ModelsParams) -> Iterable[Draft[SkateRoundGame]]:
+    def drafts(
+        self, params: SkateParams, roster: ModelsParams, source: ScheduleSource = PROJECT_SOURCE
+    ) -> Iterable[Draft[SkateRoundGame]]:
+        """The fixed schedule's games (`source` unused: the adaptive rounds are played by the
+        benchmark's own rules, which schedule their jobs themselves)."""
         fixed = params.fixed()
         schedule = build_schedule(fixed, roster)
         return [round_draft(fixed, schedule, r) for r in sorted(schedule.rounds)]

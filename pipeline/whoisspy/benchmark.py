@@ -12,7 +12,7 @@ from pipeline.whoisspy.adaptive import SPEC as ADAPTIVE
 from pipeline.whoisspy.dataset import dataset_rows
 from pipeline.whoisspy.replay import replays
 from pipeline.whoisspy.schemas import GamesSchema, SeatsSchema, SpeechesSchema, VotesSchema
-from pipeline.whoisspy.workflow import REPORT_MODULES, scheduled
+from pipeline.whoisspy.workflow import REPORT_MODULES, SKELETON
 
 #: the tables `rate` writes (<name>.parquet), besides metrics.json
 TABLES = ("games", "seats", "speeches", "votes", "leaderboard", "variants", "ratings", "rating_events", "calls")
@@ -27,19 +27,14 @@ BENCHMARK = Benchmark(
     # the standard rules (pipeline/core/run/standard.py): a job per game, API, embedded-model and
     # bot-only games many a job (shards); a game is done once its record is written (after its calls)
     rules=Rules(
-        schedule=scheduled,
+        schedule=SKELETON.scheduled,
         shards=True,
         done="games/{game_id}.json",
         rate_code=REPORT_MODULES,
         report_code=REPORT_MODULES,
     ),
-    schedule=Verb(cli.schedule, "list the scheduled games (id, variant, words, seats)"),
-    play=Verb(
-        cli.play,
-        "play scheduled games; write <out>/<game_id>.json and its calls table",
-        out="results/whoisspy/games",
-        out_help="the games folder",
-    ),
+    schedule=SKELETON.schedule_verb("list the scheduled games (id, variant, words, seats)"),
+    play=SKELETON.play_verb("play scheduled games; write <out>/<game_id>.json and its calls table"),
     rate=Verb(
         cli.rate,
         "tables, TrueSkill ratings and metrics.json from every scheduled game",
@@ -77,8 +72,8 @@ BENCHMARK = Benchmark(
     site_reads=("games", EVENTS_FILE),
     headline=("points", "win_rate"),  # games: the rated games of the rating table (one definition everywhere)
     order=40,
-    estimators="pipeline.whoisspy.estimators",
-    contract="pipeline.whoisspy.contract",
+    estimators=SKELETON.estimators,
+    contract=SKELETON.contract,
     adaptive=ADAPTIVE,
     dataset=dataset_rows,
 )

@@ -1,4 +1,5 @@
-"""Who is Spy's requests for the run plan (`python -m pipeline plan`).
+"""Who is Spy's requests for the run plan (`python -m pipeline plan`): the contract's `seat_plan`,
+from which the core makes the play and shard jobs' estimators (pipeline.core.run.skeleton).
 
 A seat makes at most one description and one vote per round (`rules.rounds`), the bound on its
 calls before it has played; once a model has played, its calls per game come from its earlier
@@ -20,32 +21,12 @@ import dataclasses
 from typing import Any
 
 from pipeline.core.models import tokens_for_words
-from pipeline.core.run import CallEstimate, PlanContext, PlannedJob, PlannedMove, seat_estimates, shard_estimates
+from pipeline.core.run import PlanContext, PlannedMove, SeatPlan
 
-PARAMS = "whoisspy.yaml"  # in the run's params directory (PlanContext.params_file)
 #: visible tokens of a vote ("P3", or "abstain")
 VOTE_TOKENS = 4
 #: words of the reasoning variant's analysis before its vote (the paper states no limit)
 REASONED_VOTE_WORDS = 120
-
-
-def _schedule(context: PlanContext) -> tuple[Any, Any]:
-    from pipeline.whoisspy.config import load_whoisspy
-    from pipeline.whoisspy.schedule import ROUNDS_DIR, build_schedule
-
-    def load() -> tuple[Any, Any]:
-        params = load_whoisspy(context.params_file(PARAMS))
-        # the adaptive rounds written so far, and the round the plan prices before it is written
-        games = build_schedule(
-            params,
-            context.models,
-            source=context.params_source(PARAMS),
-            rounds=context.path(ROUNDS_DIR),
-            preview=context.preview.get("whoisspy", ()),
-        )
-        return params, games
-
-    return context.once("whoisspy", load)
 
 
 def planned_moves(rules: Any, replies: Any) -> dict[str, list[PlannedMove]]:
@@ -122,11 +103,9 @@ def reasoning_seat(game: Any) -> int | None:
     return None if reasoner is None else reasoner.index
 
 
-def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
-    from pipeline.whoisspy.schedule import find_game
-
-    params, games = _schedule(context)
-    game = find_game(games, job.wildcards["game_id"], context.params_source(PARAMS))
+def seat_plan(params: Any, game: Any, context: PlanContext) -> SeatPlan:
+    """The plan of one game (`game`: its GameSpec) under `params` (WhoIsSpyParams): a seat's bound
+    from the rules' rounds, its expected moves from the rounds it is expected to play."""
     rounds = params.rules.rounds
     moves = context.once("whoisspy-moves", lambda: planned_moves(params.rules, params.replies))
     reasoner = reasoning_seat(game)
@@ -141,22 +120,10 @@ def estimate_game(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
             for move, share in zip(moves[kind], shares)
         ]
 
-    return seat_estimates(
-        context,
-        "whoisspy",
-        "whoisspy",
-        list(game.seats),
-        2 * rounds,
-        f"at most {rounds} rounds x (description + vote) per seat",
+    return SeatPlan(
         seat_moves,
         f"at most {rounds} rounds x (description + vote) per seat, fewer expected (a seat or the spy voted "
         "out), descriptions at max_chars",
+        bound=2 * rounds,
+        bound_why=f"at most {rounds} rounds x (description + vote) per seat",
     )
-
-
-def estimate_shard(job: PlannedJob, context: PlanContext) -> list[CallEstimate]:
-    _, games = _schedule(context)
-    return shard_estimates(job, context, "whoisspy", {g.game_id: g.seats for g in games}, estimate_game)
-
-
-ESTIMATORS = {"whoisspy_play": estimate_game, "whoisspy_shard": estimate_shard}

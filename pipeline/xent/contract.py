@@ -19,7 +19,15 @@ from pipeline.core.artifacts import seed_from
 from pipeline.core.artifacts.params import validate_params
 from pipeline.core.models import ModelsParams, Player, gather_moves
 from pipeline.core.rating.events import RatingEvent
-from pipeline.core.run.contract import Draft, Game, GameContract, ParamsSource, project_file
+from pipeline.core.run.contract import (
+    PROJECT_SOURCE,
+    Draft,
+    Game,
+    GameContract,
+    ParamsSource,
+    ScheduleSource,
+    project_file,
+)
 from pipeline.xent.config import XentParams, apply_map_set, load_xent
 from pipeline.xent.games import Game as XglGame
 from pipeline.xent.maps import MapSpec, build_map_text
@@ -111,7 +119,11 @@ class XentContract(GameContract[XentParams, XentGame, XentGameRecord]):
             return apply_map_set(validate_params(XentParams, dict(source), "xent params"))
         return load_xent(project_file("params/xent.yaml") if source is None else source)
 
-    def drafts(self, params: XentParams, roster: ModelsParams) -> Iterable[Draft[XentGame]]:
+    def drafts(
+        self, params: XentParams, roster: ModelsParams, source: ScheduleSource = PROJECT_SOURCE
+    ) -> Iterable[Draft[XentGame]]:
+        """The fixed schedule's games (`source` unused: the adaptive rounds are played by the
+        benchmark's own rules, which schedule their jobs themselves)."""
         schedule = build_schedule(params, roster)
         grouped: dict[tuple[str, tuple[str, ...]], list[PlayJob]] = {}
         for job in schedule.jobs:

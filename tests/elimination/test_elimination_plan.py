@@ -16,8 +16,9 @@ from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS
 from pipeline.core.models.roster import load_models
 from pipeline.core.run.estimates import PlanContext
 from pipeline.core.run.plan import PROMPT_BOUND_FACTOR, PlannedJob, TokenHistory, plan_table
+from pipeline.core.run.registry import benchmark
 from pipeline.elimination.config import EliminationParams, WordLimits
-from pipeline.elimination.estimators import ESTIMATORS, planned_moves
+from pipeline.elimination.estimators import planned_moves
 from pipeline.elimination.schedule import schedule_from_files
 
 ROSTER = [
@@ -49,7 +50,8 @@ def _project(root: Path, **params: Any) -> PlanContext:
 def _plan(context: PlanContext) -> tuple[dict[str, Any], dict[str, Any], str]:
     (game,) = schedule_from_files(context.path("params/elimination.yaml"), context.path("params/models.yaml"))
     job = PlannedJob("elimination_play", "new job", {"game_id": game.game_id})
-    estimates = {e.model: e for e in ESTIMATORS["elimination_play"](job, context)}
+    estimate = benchmark("elimination").load_estimators()["elimination_play"]  # made from the contract
+    estimates = {e.model: e for e in estimate(job, context)}
     table = plan_table(
         [("elimination", job, e) for e in estimates.values()],
         context.models,

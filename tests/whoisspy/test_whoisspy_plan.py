@@ -15,9 +15,9 @@ from pipeline.core.models.reply_budgets import DEFAULT_REASONING_TOKENS
 from pipeline.core.models.roster import load_models
 from pipeline.core.run.estimates import PlanContext
 from pipeline.core.run.plan import PlannedJob, TokenHistory, plan_table
+from pipeline.core.run.registry import benchmark
 from pipeline.whoisspy.config import ReplyParams, RulesParams
 from pipeline.whoisspy.estimators import (
-    ESTIMATORS,
     REASONED_VOTE_WORDS,
     VOTE_TOKENS,
     planned_moves,
@@ -43,13 +43,16 @@ def _context(root: Path, **params: Any) -> PlanContext:
 
 
 def _plan(context: PlanContext) -> tuple[list[Any], dict[str, dict[str, Any]]]:
-    from pipeline.whoisspy.estimators import _schedule
+    from pipeline.whoisspy.workflow import SKELETON
 
-    _, games = _schedule(context)
+    # the estimators the core makes from the contract, as the plan finds them in the registry
+    estimate = benchmark("whoisspy").load_estimators()["whoisspy_play"]
+    _, scheduled = SKELETON.planned(context)
+    games = [game.spec for game in scheduled.values()]
     estimates = []
     for game in games:
         job = PlannedJob("whoisspy_play", "new job", {"game_id": game.game_id})
-        estimates += [("whoisspy", job, e) for e in ESTIMATORS["whoisspy_play"](job, context)]
+        estimates += [("whoisspy", job, e) for e in estimate(job, context)]
     table = plan_table(estimates, context.models, TokenHistory.load(context.path("results")))
     return games, {r["model"]: r for r in table.iter_rows(named=True)}
 

@@ -14,6 +14,12 @@ use) as a `GameContract`, and the core does the rest the same way for every benc
   benchmark's rate verb turns its games into them (`events_table`: `RatingEventsSchema`'s rows);
 - `contract.score(record, seat)`: the seat's score by the benchmark's scoring (an environment's reward).
 
+A benchmark whose scheduled games are its play jobs (Who is Spy, the Elimination Game) also says how
+a played game is written (`write`, `log_pattern`), shown (`describe`, `line`, `outcome`), planned
+(`planned_moves`, `seat_plan`) and what decides its rate job (`rate_settings`): the core then
+generates its `schedule` and `play` verbs, its rules' schedule and its plan's estimators from the
+contract (pipeline.core.run.skeleton).
+
 `seat_game` draws one game with a seat played from outside (a person, `bot: human`, or a program,
 `bot: agent`) among the benchmark's bots or roster models, as the schedule would draw it;
 `play_one` plays it (blocking, on an event loop of its own) and `start_game` in a background thread,
@@ -41,15 +47,18 @@ from pipeline.core.rating.events import RatingEvent
 from pipeline.core.rating.joint import events_frame
 
 if TYPE_CHECKING:
+    from pipeline.core.run.estimates import PlanContext, SeatPlan
     from pipeline.core.run.registry import Benchmark
 
 __all__ = [
     "Draft",
     "Game",
     "GameContract",
+    "PROJECT_SOURCE",
     "ParamsSource",
     "RosterSource",
     "RunningGame",
+    "ScheduleSource",
     "Seating",
     "events_table",
     "game_contract",
@@ -76,6 +85,32 @@ RosterSource: TypeAlias = "ModelsParams | str | Path | Sequence[Mapping[str, Any
 
 
 @dataclass(frozen=True)
+class ScheduleSource:
+    """Where a schedule is drawn, beyond its params: the files as the user names them (for
+    messages), the adaptive rounds' folder, and the round a plan prices before it is written."""
+
+    params: str | None = None  # the params file (None: params/<benchmark>.yaml)
+    models: str | None = None  # the roster file (None: params/models.yaml)
+    rounds: str | Path | None = (
+        None  # the adaptive rounds (None: results/<benchmark>/rounds, under the working directory)
+    )
+    preview: Sequence[Any] = ()  # core.run.rounds.RoundGame: games of a round not written yet
+
+    def params_file(self, benchmark: str) -> str:
+        return self.params or f"params/{benchmark}.yaml"
+
+    def models_file(self) -> str:
+        return self.models or "params/models.yaml"
+
+    def rounds_dir(self, benchmark: str) -> str | Path:
+        return f"results/{benchmark}/rounds" if self.rounds is None else self.rounds
+
+
+#: the project's own files: params/<benchmark>.yaml, params/models.yaml, results/<benchmark>/rounds
+PROJECT_SOURCE = ScheduleSource()
+
+
+@dataclass(frozen=True)
 class Draft(Generic[SpecT]):
     """A game as the benchmark's schedule draws it, before the core names it."""
 
@@ -95,6 +130,7 @@ class Game(Generic[SpecT]):
     spec: SpecT = field(compare=False)
     labels: tuple[str, ...]  # each seat's label (a seat's score is asked by it)
     jobs: tuple[str, ...]  # the schedule's job ids it plays (its own id for a one-job game)
+    identity: Mapping[str, Any] = field(default_factory=dict, compare=False)  # what its id is the content id of
 
     def label_of(self, name: str) -> str:
         """The seat label of roster entry `name` (its first seat)."""
@@ -119,8 +155,11 @@ class GameContract(ABC, Generic[ParamsT, SpecT, RecordT]):
         """The benchmark's params from a file or a mapping (None: the project's params/<name>.yaml)."""
 
     @abstractmethod
-    def drafts(self, params: ParamsT, roster: ModelsParams) -> Iterable[Draft[SpecT]]:
-        """Every game of the schedule of `params`, in the schedule's order."""
+    def drafts(
+        self, params: ParamsT, roster: ModelsParams, source: ScheduleSource = PROJECT_SOURCE
+    ) -> Iterable[Draft[SpecT]]:
+        """Every game of the schedule of `params`, in the schedule's order (`source`: where the
+        params came from and where the adaptive rounds lie)."""
 
     @abstractmethod
     async def play(self, game: Game[SpecT], players: Mapping[str, Player]) -> RecordT:
@@ -153,6 +192,49 @@ class GameContract(ABC, Generic[ParamsT, SpecT, RecordT]):
         """The record as JSON-able data (a typed record's own `to_json` when it has one)."""
         return record.to_json() if hasattr(record, "to_json") else record
 
+    # -- what the generated verbs, rules and plan need (pipeline.core.run.skeleton) -----------------------
+    #: a played game's files under the games folder: a record `<id>.json` beside `<id>.calls.parquet`,
+    #: or a folder `<id>/` whose calls table is written after its log, a file this pattern matches
+    #: (core.run.shards.game_done: what a shard skips, and what the plan does not count again)
+    log_pattern: str = "*"
+    #: what the rate verb reads of a played game, under the games folder: its record, or its folder
+    played: str = "{game_id}.json"
+    #: said after the schedule's listing ("* marks the spy")
+    legend: str = ""
+
+    def write(self, game: Game[SpecT], record: RecordT, gateway: Gateway, out: Path) -> None:
+        """Write a played game under the games folder `out`, its calls table (`gateway.write_calls`)
+        first and the file that marks it done last (`log_pattern`)."""
+        raise NotImplementedError(f"{self.name}: its play verb is its own; the contract writes no games")
+
+    def planned_moves(self, game: Game[SpecT]) -> int:
+        """The moves the game's structure plans, for the play job's progress line (0: unknown)."""
+        return 0
+
+    def describe(self, game: Game[SpecT]) -> Mapping[str, Any]:
+        """The game as `schedule --json` lists it."""
+        return {"game_id": game.id, "seats": list(game.seats)}
+
+    def line(self, game: Game[SpecT]) -> str:
+        """The game as `schedule` lists it: its id first, then who sits where."""
+        return f"{game.id}  " + " ".join(f"{label}={name}" for label, name in zip(game.labels, game.seats))
+
+    def outcome(self, record: RecordT) -> str:
+        """What `play` says of one game it played alone ("" : nothing)."""
+        return ""
+
+    def rule_content(self, game: Game[SpecT]) -> str | None:
+        """What decides the game, as text, when its play rule should carry it as a param (None: its id says it)."""
+        return None
+
+    def rate_settings(self, params: ParamsT) -> Mapping[str, Any]:
+        """What decides the rate job beyond the played games: a change reruns it."""
+        return {}
+
+    def seat_plan(self, params: ParamsT, game: Game[SpecT], context: PlanContext) -> SeatPlan:
+        """The plan's view of one game: each seat's bound and expected moves (core.run.estimates)."""
+        raise NotImplementedError(f"{self.name}: its plan's estimators are its own")
+
 
 def game_contract(benchmark: str | Benchmark) -> GameContract[Any, Any, Any]:
     """The contract a benchmark declares (`Benchmark.contract`: a module defining CONTRACT)."""
@@ -175,17 +257,21 @@ def _contract(contract: str | GameContract[Any, Any, Any]) -> GameContract[Any, 
 def named(draft: Draft[SpecT]) -> Game[SpecT]:
     """The draft as a game: named by the content id of its identity."""
     game_id = content_id(draft.identity)
-    return Game(game_id, draft.seats, draft.spec, draft.labels or draft.seats, draft.jobs or (game_id,))
+    return Game(game_id, draft.seats, draft.spec, draft.labels or draft.seats, draft.jobs or (game_id,), draft.identity)
 
 
 def schedule(
-    contract: str | GameContract[Any, SpecT, Any], params: Any, roster: RosterSource = None
+    contract: str | GameContract[Any, SpecT, Any],
+    params: Any,
+    roster: RosterSource = None,
+    source: ScheduleSource | None = None,
 ) -> list[Game[SpecT]]:
     """Every game of the benchmark's schedule under `params` (a params object, file or mapping),
     named by the core."""
     found = _contract(contract)
     loaded = params if _is_loaded(params) else found.load_params(params)
-    games = [named(draft) for draft in found.drafts(loaded, roster_of(roster))]
+    where = source or ScheduleSource(params=str(params) if isinstance(params, str | Path) else None)
+    games = [named(draft) for draft in found.drafts(loaded, roster_of(roster), where)]
     ids = [game.id for game in games]
     if len(set(ids)) != len(ids):  # a game drawn twice is played once: its identity says it all
         raise ValueError(f"{found.name}: two scheduled games have the same content; the schedule draws one twice")

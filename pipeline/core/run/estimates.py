@@ -117,6 +117,17 @@ SeatMoves = Callable[[int, str], Sequence[PlannedMove]]
 
 
 @dataclass(frozen=True)
+class SeatPlan:
+    """What a game contract tells the plan of one game (GameContract.seat_plan): `seat_estimates`'
+    arguments beyond the seats. `bound`: the rules' most calls a seat (None: from `moves`' most)."""
+
+    moves: SeatMoves | None
+    moves_why: str
+    bound: int | None = None
+    bound_why: str = ""
+
+
+@dataclass(frozen=True)
 class SeatWork:
     """Calls and tokens of one or more seats, added up over their planned moves: as expected (the
     moves' `calls`, replies as the rules lead one to expect) and at most (the moves' `most`, every

@@ -101,8 +101,8 @@ class Benchmark:
     headline: tuple[str, ...] = ()  # metrics.json keys the leaderboard shows (params can override)
     order: int = 100  # position in the Snakefile and on the leaderboard (then by name)
     # the run plan's estimators: a module defining ESTIMATORS = {rule: estimator} (core.run.estimates),
-    # imported only when a plan is made
-    estimators: str | None = None
+    # imported only when a plan is made, or a function returning the table (GameSkeleton.estimators)
+    estimators: str | Callable[[], Mapping[str, Callable[..., Any]]] | None = None
     # the game contract (core.run.contract): a module defining CONTRACT = a GameContract, imported on
     # first use (one game with players made by the core, its rating events and a seat's score)
     contract: str | None = None
@@ -177,13 +177,16 @@ class Benchmark:
         """The rule -> estimator table of `estimators` ({} when the benchmark declares none)."""
         if self.estimators is None:
             return {}
-        module = importlib.import_module(self.estimators)
-        table = getattr(module, "ESTIMATORS", None)
+        table: object
+        if callable(self.estimators):
+            table, origin = self.estimators(), getattr(self.estimators, "__qualname__", "estimators")
+        else:
+            table, origin = getattr(importlib.import_module(self.estimators), "ESTIMATORS", None), self.estimators
         if not isinstance(table, Mapping):
-            raise RegistryError(f"{self.name}: {self.estimators} must define ESTIMATORS = {{rule: estimator}}")
+            raise RegistryError(f"{self.name}: {origin} must define ESTIMATORS = {{rule: estimator}}")
         foreign = [rule for rule in table if not rule.startswith(f"{self.name}_")]
         if foreign:
-            raise RegistryError(f"{self.name}: {self.estimators} estimates rules of another benchmark: {foreign}")
+            raise RegistryError(f"{self.name}: {origin} estimates rules of another benchmark: {foreign}")
         return table
 
     @property

@@ -283,8 +283,8 @@ def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
     from pipeline.core.artifacts.io import write_json_atomic
     from pipeline.core.run.estimates import PlanContext
     from pipeline.core.run.plan import PlannedJob
+    from pipeline.core.run.registry import benchmark
     from pipeline.whoisspy.engine import run_game
-    from pipeline.whoisspy.estimators import estimate_game
 
     project, models, games = two_mock_whoisspy(tmp_path)
     assert len(games) == 4
@@ -309,6 +309,7 @@ def test_the_plan_of_a_half_finished_shard_run_counts_only_the_games_left(
     assert unfinished["request_id"].to_list() == [asked.request_id]
 
     context = PlanContext(project, models)
+    estimate_game = benchmark("whoisspy").load_estimators()["whoisspy_play"]
 
     def calls_of(game_ids: list[str]) -> dict[str, int]:
         found: Counter[str] = Counter()

@@ -302,7 +302,7 @@ def test_each_benchmark_estimates_its_own_rules_for_the_run_plan() -> None:
             assert any(rule.startswith(prefix) for rule in rules), (bench.name, prefix)
         assert f"{bench.name}_play" in table or bench.name == "skate", bench.name  # SKATE: generate, answer
     wrong = Benchmark(
-        name="other", title="x", package="pipeline.whoisspy", outputs=(), estimators="pipeline.whoisspy.estimators"
+        name="other", title="x", package="pipeline.whoisspy", outputs=(), estimators="pipeline.xent.estimators"
     )
     with pytest.raises(RegistryError, match="another benchmark"):
         wrong.load_estimators()
