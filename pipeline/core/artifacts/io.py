@@ -6,7 +6,6 @@ so a process killed mid-write never leaves a partial file that a rerun would tak
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -45,7 +44,7 @@ def seed_from(*parts: Any) -> int:
 
 
 PAUSE_ENV = "PIPELINE_PAUSE_BEFORE_RENAME"
-# temp files carry their writer (host and pid), so a later write of the same file can remove the
+# temp files carry their writer (host and pid), so a later write into the same folder can remove the
 # temp a killed writer left behind without touching one another live process is still writing
 _HOST = socket.gethostname().replace(".", "_")
 
@@ -55,15 +54,34 @@ def _owner() -> str:
     return f"{_HOST}-{os.getpid()}"
 
 
-def _remove_stale_temps(target: Path) -> None:
-    for temp in target.parent.glob(f".{glob.escape(target.name)}.{glob.escape(_HOST)}-*.tmp"):
-        pid = temp.name[len(target.name) + len(_HOST) + 3 :].split(".", 1)[0]
-        if not pid.isdigit() or pid_alive(int(pid)):
+#: (process, folder) pairs swept of stale temp files already
+_SWEPT: set[tuple[int, Path]] = set()
+
+
+def sweep_stale_temps(folder: Path) -> None:
+    """Remove the temp files writers on this machine left in `folder` when they were killed (their
+    pid is gone). Once per folder and process, at its first write there, not at every write: a
+    shard's games folder or the response cache holds thousands of files, and a scan per write made
+    a shard's writes quadratic in its games."""
+    key = (os.getpid(), folder)
+    if key in _SWEPT:
+        return
+    _SWEPT.add(key)
+    marker = f".{_HOST}-"
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(".tmp") and marker in name):
             continue
-        try:
-            temp.unlink()
-        except FileNotFoundError:
-            pass
+        pid = name.rpartition(marker)[2].split(".", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
 
 
 def pid_alive(pid: int) -> bool:
@@ -100,6 +118,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     """Open a temp file beside `path`; on clean exit fsync and rename it over `path`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temps(target.parent)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{_owner()}.", suffix=".tmp", dir=target.parent)
     binary = "b" in mode
     os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; artifacts are meant to be shared
@@ -110,7 +129,6 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
             os.fsync(handle.fileno())
         _pause_before_rename(target)
         os.replace(tmp_name, target)
-        _remove_stale_temps(target)
     except BaseException:
         try:
             os.unlink(tmp_name)
