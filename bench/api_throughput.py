@@ -32,6 +32,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ ADJECTIVES = ("small", "bright", "quiet", "common", "useful", "soft", "old", "ro
 PLACES = ("at home", "in shops", "outdoors", "at school", "in kitchens", "on trips", "at work", "in towns")
 
 
-def seat_reply(messages: list[dict[str, Any]]) -> str:
+def seat_reply(messages: Sequence[dict[str, Any]]) -> str:
     """A player that answers every prompt sensibly enough for the games to go on: a vote names one
     of the seats the prompt offers, anything else is a short description that rarely repeats
     (both chosen by the prompt's hash, so the same prompt gets the same answer)."""

@@ -16,6 +16,13 @@ and `max_tokens` when `strict_reasoning_params` is set (as OpenAI's o-series doe
 are chat models whose replies are cut at the cap (one token a word here) with `finish_reason: "length"`,
 and that give log-probabilities when asked (each word at CHOSEN_P, its top alternatives after it).
 
+`latency` (a LatencyMix) gives each request a latency of its own, as a provider at scale does:
+most replies in 1-3 s, a slow tail, and reasoning models' replies in 20-40 s (each drawn from the
+request body, so a rerun meets the same latencies; `scale` shrinks them all for a simulation whose
+time is compressed). `burst_s` makes the limit hold over shorter windows too, as providers enforce
+a minute's limit (`limit` requests per `window_s`, with Retry-After) over seconds: at most
+`limit * burst_s / window_s` requests in any `burst_s`.
+
 `faults` (a FaultMix) makes it a flaky provider: HTTP 500s, 503s with `Retry-After`, stalls longer
 than the client waits, bodies cut mid-JSON, `choices: []`, and connections closed mid-reply (the
 headers and part of the body sent, then the socket closed). Each request draws its fault from the
@@ -115,6 +122,34 @@ class FaultMix:
         return pick_by_rates(int.from_bytes(digest[:8], "big") / 2.0**64, self, FAULTS)
 
 
+@dataclass(frozen=True)
+class LatencyMix:
+    """Seconds a reply takes, drawn per request: chat replies uniform in `chat_s`, except a share
+    `tail` of them uniform in `tail_s` (the slow tail); reasoning models' replies (the server's
+    `reasoning` names) uniform in `reasoning_s`. Every latency is multiplied by `scale`."""
+
+    seed: int = 0
+    chat_s: tuple[float, float] = (1.0, 3.0)
+    tail: float = 0.03
+    tail_s: tuple[float, float] = (5.0, 15.0)
+    reasoning_s: tuple[float, float] = (20.0, 40.0)
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        spans = (self.chat_s, self.tail_s, self.reasoning_s)
+        if not 0.0 <= self.tail <= 1.0 or self.scale < 0 or any(not 0 <= lo <= hi for lo, hi in spans):
+            raise ValueError(
+                "latency mix: tail must be in [0, 1], scale >= 0, and each span (low, high) with 0 <= low <= high"
+            )
+
+    def draw(self, body_key: str, repeat: int, reasoning: bool) -> float:
+        """The latency of the `repeat`-th arrival of the body `body_key`."""
+        digest = hashlib.sha256(f"latency:{self.seed}:{body_key}:{repeat}".encode()).digest()
+        pick, where = (int.from_bytes(digest[i : i + 8], "big") / 2.0**64 for i in (0, 8))
+        low, high = self.reasoning_s if reasoning else self.tail_s if pick < self.tail else self.chat_s
+        return (low + (high - low) * where) * self.scale
+
+
 def body_key(body: Any) -> str:
     """A request body's identity: sha256 of its canonical JSON (the same request sent again: the same key)."""
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
@@ -180,8 +215,20 @@ class LoopbackServer:
         reasoning: dict[str, int] | None = None,
         strict_reasoning_params: bool = True,
         faults: FaultMix | None = None,
+        latency: LatencyMix | None = None,
+        burst_s: float | None = None,
+        keep_requests: bool = True,
+        retry_after_ms: bool = False,
     ) -> None:
+        """`latency` (a LatencyMix) replaces the fixed `latency_s`; `keep_requests` False keeps no
+        request bodies (`requests` stays empty: a long benchmark's memory); `retry_after_ms` adds
+        the exact wait to a 429 in OpenAI's `retry-after-ms` header (Retry-After alone says whole
+        seconds, rounded up)."""
         self.latency_s = latency_s
+        self.latency = latency
+        self.burst_s = burst_s
+        self.keep_requests = keep_requests
+        self.retry_after_ms = retry_after_ms
         self.uncounted = uncounted  # a request whose last message is exactly this is answered, not counted
         self.limit = limit  # requests per window; 0: never 429
         self.window_s = window_s
@@ -197,6 +244,7 @@ class LoopbackServer:
         self._repeats: Counter[str] = Counter()  # per body key: how many times it came so far
         self.stats = ServerStats()
         self._window: deque[float] = deque()
+        self._burst: deque[float] = deque()  # accepted requests of the last burst_s
         self._in_flight = 0
         self._seen = 0
         self._ready = threading.Event()
@@ -216,6 +264,12 @@ class LoopbackServer:
             self._window.popleft()
         if self.limit and len(self._window) >= self.limit:
             return self._window[0] + self.window_s - now
+        if self.limit and self.burst_s:
+            while self._burst and self._burst[0] <= now - self.burst_s:
+                self._burst.popleft()
+            if len(self._burst) >= max(1, math.floor(self.limit * self.burst_s / self.window_s)):
+                return self._burst[0] + self.burst_s - now
+            self._burst.append(now)
         self._window.append(now)
         self.stats.accepted += 1
         self.stats.accepted_times.append(now)
@@ -242,12 +296,15 @@ class LoopbackServer:
             self.stats.rejected += 1
             self.log.append(Served(key, repeat, None, "rejected"))
             headers = {"Retry-After": str(max(1, math.ceil(wait)))} if self.retry_after else {}
+            if self.retry_after and self.retry_after_ms:
+                headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
             return web.json_response(
                 {"error": {"message": "rate limit exceeded", "type": "rate_limit_error", "code": "rate_limit"}},
                 status=429,
                 headers=headers,
             )
-        self.requests.append(body)
+        if self.keep_requests:
+            self.requests.append(body)
         refusal = self._refusal(body)
         if refusal is not None:
             self.log.append(Served(key, repeat, None, "refused"))
@@ -259,8 +316,9 @@ class LoopbackServer:
         self._in_flight += 1
         self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
         try:
-            if self.latency_s:
-                await asyncio.sleep(self.latency_s)
+            delay = self._latency(body, key, repeat)
+            if delay:
+                await asyncio.sleep(delay)
             if fault == "stall":
                 try:
                     waited = await self._stall(request)
@@ -358,6 +416,11 @@ class LoopbackServer:
     def outcomes(self) -> Counter[tuple[str | None, str]]:
         """How many requests met each (fault, outcome)."""
         return Counter((served.fault, served.outcome) for served in self.log)
+
+    def _latency(self, body: dict[str, Any], key: str, repeat: int) -> float:
+        if self.latency is None:
+            return self.latency_s
+        return self.latency.draw(key, repeat, body.get("model") in self.reasoning)
 
     def _refusal(self, body: dict[str, Any]) -> str | None:
         """What a reasoning API refuses, in OpenAI's words (None: the request is accepted)."""

@@ -3,9 +3,9 @@
 Snakemake runs each job in its own process (on a cluster, on other machines), so a run's spend
 cannot live in memory. Every request a provider answers is appended as one JSON line to a ledger
 file (default: `spend-ledger.jsonl` inside the response cache directory, `gateway.ledger` to move
-it), under an exclusive `flock`; a line is a single small `write` on an O_APPEND file, so
-concurrent appends never interleave and a kill leaves at worst one torn last line, which readers
-skip. The ledger lives beside the cache on purpose: what it counts is what the cache holds, so
+it), under an exclusive `flock`; the lines of one append (a process's answers stored together)
+are a single `write` on an O_APPEND file, so concurrent appends never interleave and a kill
+leaves at worst one torn last line, which readers skip. The ledger lives beside the cache on purpose: what it counts is what the cache holds, so
 a cached answer (never sent again) is never paid again.
 
 The budget (`gateway.budget_usd`) caps the ledger's total: the gateway checks it before starting
@@ -56,22 +56,30 @@ class SpendLedger:
         return self._total
 
     def append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps({**record, "time": round(time.time(), 3)}, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """One line per record, all in one write under the lock, then one fsync (the answer writer
+        appends the lines of every answer it stored together)."""
+        stamp = round(time.time(), 3)
+        data = b"".join((json.dumps({**r, "time": stamp}, sort_keys=True) + "\n").encode("utf-8") for r in records)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: the last byte
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # a torn last line (a writer killed mid-append) must not glue onto ours
             size = os.fstat(fd).st_size
-            if size:
-                with open(self.path, "rb") as reader:
-                    reader.seek(size - 1)
-                    if reader.read(1) != b"\n":
-                        line = b"\n" + line
-            os.write(fd, line)
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
-            os.close(fd)
+            os.close(fd)  # and with it the lock
 
     def records(self) -> list[dict[str, Any]]:
         """Every complete ledger line (for reports and tests)."""

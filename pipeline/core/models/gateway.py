@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, cast
@@ -63,6 +63,7 @@ from pipeline.core.models.journal import (
     is_provider_attempt,
     journal_path,
     new_run_id,
+    record_row,
 )
 from pipeline.core.models.journal import settle as settle_journal
 from pipeline.core.models.limits import (
@@ -79,8 +80,8 @@ from pipeline.core.models.limits import (
 from pipeline.core.models.litellm_setup import load_litellm, supported_openai_params
 from pipeline.core.models.reasoning_seen import record_sighting
 from pipeline.core.models.reply_budgets import budget_params, reply_budget, reply_cap
-from pipeline.core.models.response_cache import ResponseCache
-from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry
+from pipeline.core.models.response_cache import PaidAnswer, ResponseCache, answer_writer
+from pipeline.core.models.roster import GatewaySettings, ModelsParams, ProviderLimits, RosterEntry, reaches_request
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,10 @@ def completion_request(
     if top_logprobs:
         params["logprobs"] = True
         params["top_logprobs"] = int(top_logprobs)
-    return request_key(entry.model, messages, {**params, **entry.extra}, seed, sample_index), params
+    # the extras that change the answer, not the transport ones (api_base, timeouts, ...): a model
+    # moved to another endpoint keeps its cached answers, as it keeps its game ids
+    answering = {k: v for k, v in entry.extra.items() if reaches_request(k)}
+    return request_key(entry.model, messages, {**params, **answering}, seed, sample_index), params
 
 
 @dataclass
@@ -186,13 +190,15 @@ class CallLog:
     rows: list[CallRecord] = field(default_factory=list)
     journal: Path | None = None  # None: nothing journaled (a job without a name)
     run: str = field(default_factory=new_run_id)  # this session's name in the journal
+    _appended: bool = False  # this session wrote a whole line last: no torn line to close
 
     def add(self, record: CallRecord) -> None:
         self.rows.append(record)
         if self.journal is None or not is_provider_attempt(record.cache_hit, record.model):
             return
         try:
-            append_attempt(self.journal, self.run, asdict(record))
+            append_attempt(self.journal, self.run, record_row(record), check_tail=not self._appended)
+            self._appended = True
         except OSError as exc:  # bookkeeping never stops a game; the table at the end still has the row
             log.warning(
                 "calls journal %s not written (%s); this run's attempts reach its calls table only if the job ends",
@@ -205,15 +211,16 @@ class CallLog:
         """This session's rows."""
         from pipeline.core.artifacts.schemas import CallsSchema, calls_frame
 
-        return CallsSchema.validate(calls_frame([asdict(r) for r in self.rows]))
+        return CallsSchema.validate(calls_frame([record_row(r) for r in self.rows]))
 
     def job_frame(self) -> pl.DataFrame:
         """The job's calls table: the attempts earlier runs journaled and never settled (failed or
-        killed runs of this job), then this session's rows."""
-        from pipeline.core.artifacts.schemas import CallsSchema, calls_frame
+        killed runs of this job), then this session's rows. Not validated here: `write_table` checks
+        it against CallsSchema as it writes it (once, not twice: a few ms a game)."""
+        from pipeline.core.artifacts.schemas import calls_frame
 
         earlier = earlier_attempts(self.journal, self.run, tuple(CallRecord.__dataclass_fields__))
-        return CallsSchema.validate(calls_frame([*earlier, *(asdict(r) for r in self.rows)]))
+        return calls_frame([*earlier, *(record_row(r) for r in self.rows)])
 
     def settle(self) -> None:
         """The job's table is written: its journal is no longer needed."""
@@ -538,6 +545,7 @@ class Gateway:
                         await asyncio.sleep(self.faults.delay_s)
                     if fault in TRANSPORT_FAULTS:
                         raise transport_exception(fault, entry.model, entry.provider)
+                    admission.sent = time.time()  # the provider counts it from about now (rpm)
                     response = await load_litellm().acompletion(
                         model=entry.model,
                         messages=[dict(m) for m in messages],
@@ -598,9 +606,10 @@ class Gateway:
                     admission.outcome = "ok"
                     admission.tokens = (stored["tokens_in"] + stored["tokens_out"]) or None
                     # recorded before the slot is given back: a request waiting for it checks the
-                    # budget against a ledger that already holds this answer's spend. On a worker
-                    # thread: both writes fsync, which would stall every other game on this loop.
-                    await asyncio.to_thread(self._persist, key, stored, spent)
+                    # budget against a ledger that already holds this answer's spend. On the answer
+                    # writer's thread: both writes fsync, which would stall every other game on this
+                    # loop; the answers that finish together share its ledger append.
+                    await answer_writer().write(PaidAnswer(self.cache, key, stored, self.ledger, spent))
                     break
             log.info("%s: %s, retry %d in %.1fs", entry.name, kind, attempt, delay)
             await asyncio.sleep(delay)
@@ -703,11 +712,6 @@ class Gateway:
             last = await shared_limiter(self.limit_store).last_answer(entry.provider)
         quiet_since = max(last, first_refusal or 0.0)
         return time.time() - quiet_since > self.settings.rate_limit_patience_s
-
-    def _persist(self, key: str, stored: dict[str, Any], spent: dict[str, Any]) -> None:
-        self.cache.put(key, stored)
-        # after the cache: a kill between the two loses a ledger line, never a paid answer
-        self.ledger.append(spent)
 
     def _check_budget(self, entry: RosterEntry | None = None) -> None:
         budget = self.settings.budget_usd

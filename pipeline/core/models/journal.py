@@ -86,15 +86,27 @@ def is_provider_attempt(cache_hit: bool, model: str) -> bool:
     return not cache_hit and not model.startswith("bot/")
 
 
-def append_attempt(path: Path, run: str, record: Mapping[str, Any]) -> None:
-    """One line, one `write` on an O_APPEND file (a torn last line of a killed writer is closed first)."""
+def record_row(record: CallRecord) -> dict[str, Any]:
+    """A call record as a row of the calls table (its fields are plain values: no deep copy)."""
+    return dict(vars(record))
+
+
+def append_attempt(path: Path, run: str, record: Mapping[str, Any], *, check_tail: bool = True) -> None:
+    """One line, one `write` on an O_APPEND file. A torn last line of a killed writer is closed
+    first: `check_tail` looks at the file's last byte (a session's later appends follow its own
+    whole lines, so only its first append needs to look)."""
     line = (json.dumps({"run": run, **record}, sort_keys=True) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: the last byte
+    flags = os.O_APPEND | os.O_CREAT | (os.O_RDWR if check_tail else os.O_WRONLY)  # read: the last byte
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:  # the job's first attempt: its folder is made once
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        if check_tail:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
         os.write(fd, line)
     finally:
         os.close(fd)
