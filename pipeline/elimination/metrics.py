@@ -297,7 +297,7 @@ def metrics_json(leaderboard: pl.DataFrame, stats: pl.DataFrame) -> MetricsRecor
     for row in leaderboard.iter_rows(named=True):
         s = stats_by_model.get(row["model"], {})
         metrics = {key: row[key] for key in BOARD_IN_METRICS} | {key: s.get(key) for key in STATS_IN_METRICS}
-        models[row["model"]] = ModelMetrics(rating=board_rating(row), games=row["rated_games"], metrics=metrics)
+        models[row["model"]] = ModelMetrics(rating=Rating.from_summary(row), games=row["rated_games"], metrics=metrics)
     return MetricsRecord(models=models)
 
 
@@ -323,17 +323,3 @@ def opponent_rate_metrics(
         if row["sigma"] is not None and row["sigma"] > 0
     }
     return opponent_rates(events, ratings, params).metrics(ratings)
-
-
-def board_rating(row: dict[str, Any]) -> Rating:
-    """A leaderboard row's rating, as every benchmark's metrics.json carries it."""
-    return Rating(
-        mu=row["mu"],
-        sigma=row["sigma"],
-        mu_lo=row["mu_lo"],
-        mu_hi=row["mu_hi"],
-        rank=row["rank"],
-        rank_lo=row["rank_lo"],
-        rank_hi=row["rank_hi"],
-        resamples=row["resamples"],
-    )
