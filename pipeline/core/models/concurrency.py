@@ -1,4 +1,5 @@
-"""Moves asked at the same time: every benchmark's concurrent moves go through `gather_moves`.
+"""Moves asked at the same time: every benchmark's concurrent moves go through `gather_moves`; and
+`take_batch`, how the gateway's worker threads (the limit store, the answer writer) take their work.
 
 `asyncio.gather` raises the first error at once and leaves the other moves running as orphans;
 when the game then ends (its job's `asyncio.run`, or a shard's loop closing), they are cancelled
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -52,3 +54,14 @@ async def gather_moves(*moves: Awaitable[T]) -> list[T]:
             log.warning("a sibling move failed too: %s: %s", type(other).__name__, other)
         raise failed[0]
     return [task.result() for task in tasks]  # a move cancelled by someone else raises CancelledError
+
+
+def take_batch(jobs: queue.SimpleQueue[T]) -> list[T]:
+    """The next job, waited for, and every job queued meanwhile: a worker thread handles them
+    together (one transaction, one ledger append) instead of one hand-off each."""
+    batch = [jobs.get()]
+    while True:
+        try:
+            batch.append(jobs.get_nowait())
+        except queue.Empty:
+            return batch

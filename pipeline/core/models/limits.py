@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipeline.core.artifacts.io import pid_alive
+from pipeline.core.models.concurrency import take_batch
 from pipeline.core.models.roster import ProviderLimits
 
 T = TypeVar("T")
@@ -302,12 +303,7 @@ class LimitStore:
 
     def _work(self) -> None:
         while True:
-            batch = [self._jobs.get()]
-            while True:
-                try:
-                    batch.append(self._jobs.get_nowait())
-                except queue.Empty:
-                    break
+            batch = take_batch(self._jobs)
             jobs = [job for job in batch if job is not None]
             if jobs or self._deferred:
                 self._run(jobs)

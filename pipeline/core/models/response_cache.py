@@ -28,6 +28,7 @@ from typing import Any
 # the crash tests' write-pause hook, so a test can kill a run in the middle of a cache write
 from pipeline.core.artifacts.io import _pause_before_rename, sweep_stale_temps
 from pipeline.core.models.budget import SpendLedger
+from pipeline.core.models.concurrency import take_batch
 
 log = logging.getLogger(__name__)
 
@@ -175,13 +176,7 @@ class AnswerWriter:
 
     def _work(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            self._store(batch)
+            self._store(take_batch(self._queue))
 
     def _store(self, batch: list[_Queued]) -> None:
         errors: dict[int, BaseException] = {}
