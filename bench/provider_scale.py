@@ -13,9 +13,11 @@ Reported (bench/results/provider_scale.json):
 - value: client CPU per answered call of the pipeline's processes (every shard process, every
   thread) over the steady part of the run (from the 10% to the 90% point of the calls, so the
   imports before the first call and the tail when few games are left are outside), in ms;
-- baseline: bare `litellm.acompletion` on a fresh server of the same settings, replaying the
-  pipeline's own request bodies of the steady part (evenly picked: later moves carry longer games)
-  at the same request rate, CPU of its call phase per call, measured after the tournament;
+- baseline: bare `litellm.acompletion` on a fresh server of the same settings, in the pipeline's
+  process layout (one process per shard, each replaying every n-th of the steady part's request
+  bodies at its share of the rate: litellm's CPU per call grows as a process's call rate falls),
+  CPU of the call phase per call, measured after the tournament; one bare process at the whole rate
+  is measured beside it (`ratio_to_single_process_bare`);
 - rate_limit_share: answered requests per minute over the steady part / the configured rpm;
 - peak_memory_mb: the sum of the RSS of every pipeline process, sampled every 0.5 s;
 - calls, games written, paid twice (ledger lines and provider answers of one request key).
@@ -38,7 +40,6 @@ import math
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -403,23 +404,56 @@ def bare_worker(bodies_path: str, url: str, rate_per_s: float) -> None:
     print(json.dumps(asyncio.run(run())))
 
 
-def bare_litellm(work: Path, bodies: list[dict[str, Any]], args: argparse.Namespace, tag: str) -> dict[str, Any]:
-    path = work / f"bodies-{tag}.json"
-    path.write_text(json.dumps(bodies))
+def bare_litellm(
+    work: Path, bodies: list[dict[str, Any]], args: argparse.Namespace, tag: str, workers: int = 1
+) -> dict[str, Any]:
+    """Bare litellm replaying `bodies` at the run's rate, in `workers` processes at once (each every
+    `workers`-th body at its share of the rate), on a fresh server: the CPU per call of them all."""
+    paths = []
+    for k in range(workers):
+        path = work / f"bodies-{tag}-{k}.json"
+        path.write_text(json.dumps(bodies[k::workers]))
+        paths.append(path)
+    rate = args.rpm / 60.0 / workers
     with LoopbackServer(**server_settings(args, 0)) as server:
-        output = subprocess.run(
-            [sys.executable, __file__, "--bare-worker", str(path), server.url, str(args.rpm / 60.0)],
-            env={**os.environ, **KEY_ENV},
-            capture_output=True,
-            text=True,
-            timeout=args.timeout,
-        )
-    if output.returncode != 0:
-        raise RuntimeError(f"bare litellm worker failed: {output.stderr[-2000:]}")
-    result = json.loads(output.stdout.strip().splitlines()[-1])
+        running = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--bare-worker", str(path), server.url, str(rate)],
+                env={**os.environ, **KEY_ENV},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for path in paths
+        ]
+        outputs = [process.communicate(timeout=args.timeout) for process in running]
+    runs = []
+    for process, (stdout, stderr) in zip(running, outputs, strict=True):
+        if process.returncode != 0:
+            raise RuntimeError(f"bare litellm worker failed: {stderr[-2000:]}")
+        runs.append(json.loads(stdout.strip().splitlines()[-1]))
+    result: dict[str, Any] = {
+        "processes": workers,
+        "calls_per_s_per_process": round(rate, 2),
+        **{k: sum(run[k] for run in runs) for k in ("calls", "answered")},
+        **{k: round(sum(run[k] for run in runs), 3) for k in ("cpu_s", "main_thread_cpu_s")},
+        "wall_s": max(run["wall_s"] for run in runs),
+        "import_cpu_s": round(max(run["import_cpu_s"] for run in runs), 3),
+    }
     result["cpu_ms_per_call"] = round(result["cpu_s"] * 1000 / result["calls"], 3)
     result["main_thread_ms_per_call"] = round(result["main_thread_cpu_s"] * 1000 / result["calls"], 3)
     return result
+
+
+def mean_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Repeated baseline runs: the mean CPU per call, with each run kept."""
+    return {
+        "cpu_ms_per_call": round(sum(run["cpu_ms_per_call"] for run in runs) / len(runs), 3),
+        "main_thread_ms_per_call": round(sum(run["main_thread_ms_per_call"] for run in runs) / len(runs), 3),
+        "processes": runs[0]["processes"],
+        "calls_per_s_per_process": runs[0]["calls_per_s_per_process"],
+        "runs": runs,
+    }
 
 
 # -- the tournament --------------------------------------------------------------------------------
@@ -757,6 +791,7 @@ def main() -> int:
     parser.add_argument("--chat-models", type=int, default=7)
     parser.add_argument("--time-scale", type=float, default=1.0, help="every loopback latency times this")
     parser.add_argument("--baseline-calls", type=int, default=3000, help="bodies the bare-litellm baseline replays")
+    parser.add_argument("--baseline-repeats", type=int, default=2, help="runs of each baseline, interleaved")
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--smoke", action="store_true", help="40 games, latencies / 10, rpm 1200")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -790,14 +825,22 @@ def main() -> int:
             return 0
         run = tournament(work, args)
         bodies = run.pop("_bodies")
-        baselines = [bare_litellm(work, bodies, args, "after")]
-        run["bare_litellm"] = baselines
+        # the pipeline's calls are spread over its shard processes; litellm's CPU per call grows as a
+        # process's call rate falls (its event loop wakes for fewer calls: docs/api_scale.md), so
+        # the yardstick is bare litellm in the same layout; one process at the whole rate is kept
+        # beside it
+        # each measured twice, interleaved: the mean evens out what else the machine did meanwhile
+        runs: dict[str, list[dict[str, Any]]] = {"layout": [], "single": []}
+        for _ in range(args.baseline_repeats):
+            runs["layout"].append(bare_litellm(work, bodies, args, "layout", workers=run["processes"]))
+            runs["single"].append(bare_litellm(work, bodies, args, "single", workers=1))
+        layout, single = (mean_of(runs[name]) for name in ("layout", "single"))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"kept {work}", file=sys.stderr)
-    bare = statistics.mean(b["cpu_ms_per_call"] for b in baselines)
+    bare = layout["cpu_ms_per_call"]
     value = run["steady"]["cpu_ms_per_call"]
     share = run["steady"]["per_minute"] / args.rpm if run["steady"]["per_minute"] else None
     extra = {"paper_tenth": previous["paper_tenth"]} if "paper_tenth" in previous else {}
@@ -814,11 +857,17 @@ def main() -> int:
             "paid_twice": 0,
         },
         baseline={
-            "description": "bare litellm.acompletion, the steady part's request bodies evenly picked, at the same rate, on a fresh loopback server of the same settings, same run",
+            "description": (
+                "bare litellm.acompletion in the pipeline's process layout (one process per shard, each "
+                "replaying every n-th of the steady part's request bodies at its share of the rate), on a "
+                "fresh loopback server of the same settings, same run"
+            ),
             "cpu_ms_per_call": round(bare, 3),
-            "runs": baselines,
+            "layout": layout,
+            "single_process": single,
         },
         ratio_to_bare=round(value / bare, 3) if bare else None,
+        ratio_to_single_process_bare=round(value / single["cpu_ms_per_call"], 3),
         concurrent_games=run["games_scheduled"],
         rate_limit_share=round(share, 3) if share else None,
         peak_memory_mb=run["peak_memory_mb"],

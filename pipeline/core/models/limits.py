@@ -20,10 +20,14 @@ IMMEDIATE` transaction, which SQLite serialises across processes with a file loc
 Inside a process one coroutine per provider polls the store at a time (the others queue on an
 asyncio lock), so hundreds of games on one event loop cost one poller, not hundreds. A start runs
 its transaction on the event loop when the store is free at that moment, and never waits for the
-file lock there: when another process holds it, a single worker thread per process waits for it
-and runs every job queued meanwhile in one transaction. A request's end is not waited for: it
-runs with the next transaction (within FLUSH_S), so at a thousand requests in flight a start
-costs about one short transaction and no thread hand-off (which cost more than the transaction).
+file lock there: when another process holds it, the start tries again on the loop a few times,
+LOOP_RETRY_S apart (another process's transaction takes well under a millisecond), and only then
+does a single worker thread per process wait for the lock and run every job queued meanwhile in
+one transaction. A request's end is not waited for: it runs with the next transaction (within
+FLUSH_S; a busy store only postpones it to the next), so at a thousand requests in flight a start
+costs about one short transaction and no thread hand-off (which cost more than the transaction;
+and while the thread waited for the lock, holding this process's connection, every start of the
+loop queued behind it).
 Each check costs the same at 10,000 requests a minute as at 10: the requests in each window and in
 flight are running counts (`windows`), kept with the rows and corrected as rows leave the window,
 not counted again at every start. Under `rpm` a start may be granted up to RESERVE_S ahead of its
@@ -78,6 +82,10 @@ BUSY_S = 60.0  # how long the store's thread waits for another process's transac
 # how long the end of a request may wait for the next transaction (meanwhile its lease still
 # counts: the safe side); one transaction then takes the ends of many requests
 FLUSH_S = 0.05
+# a start the store is busy for tries again on the event loop this often, LOOP_TRIES times, before
+# the store's thread waits for the lock instead
+LOOP_RETRY_S = 0.002
+LOOP_TRIES = 5
 # how far ahead of its turn in the rpm spacing a start may be granted (its request then waits for
 # its turn): one transaction per start instead of a refused one and a granted one
 RESERVE_S = 0.1
@@ -247,10 +255,9 @@ class LimitStore:
         """Run `work` (the end of a request: nobody waits for it) with the next transaction."""
         self._deferred.append(_Job(work, None))
 
-    def flush(self) -> None:
-        """Run the deferred ends now: here if the store is free, else on the store's thread."""
-        if self._deferred and self.run_now(lambda: None) is None:
-            self.submit(lambda: None)  # the store's thread takes the deferred ends with it
+    def deferred(self) -> int:
+        """Ends of requests waiting for the next transaction."""
+        return len(self._deferred)
 
     def _take_deferred(self) -> list[_Job]:
         taken = []
@@ -612,8 +619,8 @@ class SharedLimiter:
         start = partial(store.start_in_transaction, provider, limits, tokens)
         async with head:
             while True:
-                # here when the store is free (most starts), else on the store's thread
-                granted = store.run_now(start)
+                # here when the store is free now or soon (most starts), else on the store's thread
+                granted = await self._on_loop(start)
                 ticket, wait = granted[0] if granted is not None else await self._ask(start, release)
                 if ticket is not None:
                     break
@@ -644,6 +651,16 @@ class SharedLimiter:
             )
             self._flush_soon()
 
+    async def _on_loop(self, work: Callable[[], T]) -> tuple[T] | None:
+        """`(result,)` of `work` run on the event loop: at once when the store is free, else after
+        up to LOOP_TRIES short waits; None when it stayed busy (the caller then asks the store's thread)."""
+        for _ in range(LOOP_TRIES - 1):
+            done = self.store.run_now(work)
+            if done is not None:
+                return done
+            await asyncio.sleep(LOOP_RETRY_S)
+        return self.store.run_now(work)
+
     def _flush_soon(self) -> None:
         loop = asyncio.get_running_loop()
         if loop not in self._flushes:
@@ -651,7 +668,10 @@ class SharedLimiter:
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         self._flushes.pop(loop, None)
-        self.store.flush()
+        if self.store.deferred() and self.store.run_now(lambda: None) is None:
+            # busy now: again within FLUSH_S (a start meanwhile takes the ends with it), on this
+            # loop rather than through the store's thread; the store's exit runs any still left
+            self._flush_soon()
 
     async def last_answer(self, provider: str) -> float:
         return float(await self._ask(partial(self.store.last_answer_in_transaction, provider)))
