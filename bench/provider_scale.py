@@ -14,15 +14,15 @@ Reported (bench/results/provider_scale.json):
   thread) over the steady part of the run (from the 10% to the 90% point of the calls, so the
   imports before the first call and the tail when few games are left are outside), in ms;
 - baseline: bare `litellm.acompletion` on a fresh server of the same settings, in the pipeline's
-  process layout (one process per shard, each replaying every n-th of the steady part's request
-  bodies at its share of the rate: litellm's CPU per call grows as a process's call rate falls),
-  CPU of the call phase per call, measured after the tournament; one bare process at the whole rate
-  is measured beside it (`ratio_to_single_process_bare`);
+  process layout (one process per shard, each with its own event loop and litellm, replaying
+  every n-th of the steady part's request bodies at its share of the rate), CPU of the call phase
+  per call, measured after the tournament, twice, interleaved with one bare process at the whole
+  rate (`ratio_to_single_process_bare`);
 - rate_limit_share: answered requests per minute over the steady part / the configured rpm;
 - peak_memory_mb: the sum of the RSS of every pipeline process, sampled every 0.5 s;
 - calls, games written, paid twice (ledger lines and provider answers of one request key).
 
-    python bench/provider_scale.py                  # 1,000 games at once, about 14 minutes on 2 cores (bare litellm included)
+    python bench/provider_scale.py                  # 1,000 games at once, about 20 minutes on 2 cores (4 bare litellm runs included)
     python bench/provider_scale.py --smoke          # 40 games, latencies / 10: about 2 minutes
     python bench/provider_scale.py --paper-tenth    # part 3: params/paper's plan at a tenth (8 minutes; docs/api_scale.md)
     python bench/provider_scale.py --smoke --profile /tmp/prof   # py-spy (pip install py-spy) on each shard
@@ -825,10 +825,9 @@ def main() -> int:
             return 0
         run = tournament(work, args)
         bodies = run.pop("_bodies")
-        # the pipeline's calls are spread over its shard processes; litellm's CPU per call grows as a
-        # process's call rate falls (its event loop wakes for fewer calls: docs/api_scale.md), so
-        # the yardstick is bare litellm in the same layout; one process at the whole rate is kept
-        # beside it
+        # the pipeline's calls are spread over its shard processes, each with its own event loop and
+        # litellm: the like-for-like yardstick is bare litellm in the same layout; one process at the
+        # whole rate is measured beside it
         # each measured twice, interleaved: the mean evens out what else the machine did meanwhile
         runs: dict[str, list[dict[str, Any]]] = {"layout": [], "single": []}
         for _ in range(args.baseline_repeats):
