@@ -286,3 +286,36 @@ def test_a_start_never_blocks_the_event_loop_while_another_process_holds_the_sto
     assert waited >= 0.45  # it did wait for the other process
     assert longest_gap < 0.2  # and the loop never stopped for it
     assert limiter.store.state("p")["in_flight"] == 0  # its end ran
+
+
+def test_a_start_and_an_end_the_store_is_busy_for_briefly_stay_on_the_event_loop(tmp_path: Path) -> None:
+    """Another process holding the store for a moment: the start is granted, and the request's end
+    written, from the event loop, each after a short wait; the store's thread, whose waits held up
+    every other start, is never started."""
+    import sqlite3
+    import threading
+
+    from pipeline.core.models.limits import SharedLimiter
+
+    path = tmp_path / "limits.sqlite"
+    limiter = SharedLimiter(LimitStore(path))
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    def hold(seconds: float) -> None:  # as another job process mid-transaction
+        other.execute("BEGIN IMMEDIATE")
+        # released from the event loop: before the start's first retry, after the end's first flush
+        asyncio.get_running_loop().call_later(seconds, lambda: other.execute("COMMIT"))
+
+    async def run() -> None:
+        hold(limits_module.LOOP_RETRY_S / 2)
+        async with limiter.admitted("p", _limits(rpm=600), 1) as admission:
+            admission.outcome = "ok"
+            hold(1.5 * limits_module.FLUSH_S)
+        await asyncio.sleep(4 * limits_module.FLUSH_S)
+
+    before = {t for t in threading.enumerate() if t.name == "limit-store"}  # other tests' stores
+    asyncio.run(run())
+    assert {t for t in threading.enumerate() if t.name == "limit-store"} <= before
+    (leases,) = other.execute("SELECT COUNT(*) FROM leases").fetchone()
+    (starts,) = other.execute("SELECT COUNT(*) FROM starts").fetchone()
+    assert (leases, starts) == (0, 1)  # the end ran: its lease is gone, its start still counts
