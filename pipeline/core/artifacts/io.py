@@ -6,6 +6,7 @@ so a process killed mid-write never leaves a partial file that a rerun would tak
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -135,6 +136,36 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         except FileNotFoundError:
             pass
         raise
+
+
+def append_lines(
+    path: Path, data: bytes, *, lock: bool = False, durable: bool = False, check_tail: bool = True
+) -> None:
+    """Append `data` (whole lines) to `path` in one write on an O_APPEND file, so concurrent appends
+    never interleave and a kill leaves at worst one torn last line. A torn last line a killed writer
+    left is closed first, so ours never glue onto it: `check_tail` False skips that look where the
+    caller knows the file ends with its own whole line. `lock`: under an exclusive `flock` (readers
+    that take the shared lock see whole appends); `durable`: fsync'd before returning."""
+    flags = os.O_APPEND | os.O_CREAT | (os.O_RDWR if check_tail else os.O_WRONLY)  # read: the last byte
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:  # the file's first line: its folder is made once
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        if lock:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if check_tail:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

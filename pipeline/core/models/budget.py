@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pipeline.core.artifacts.io import append_lines
 
 LEDGER_NAME = "spend-ledger.jsonl"
 
@@ -63,23 +64,7 @@ class SpendLedger:
         appends the lines of every answer it stored together)."""
         stamp = round(time.time(), 3)
         data = b"".join((json.dumps({**r, "time": stamp}, sort_keys=True) + "\n").encode("utf-8") for r in records)
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: the last byte
-        except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            # a torn last line (a writer killed mid-append) must not glue onto ours
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)  # and with it the lock
+        append_lines(self.path, data, lock=True, durable=True)
 
     def records(self) -> list[dict[str, Any]]:
         """Every complete ledger line (for reports and tests)."""

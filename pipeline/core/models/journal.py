@@ -32,6 +32,8 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.artifacts.io import append_lines
+
 
 # one provider attempt, as the calls table and the journal hold it
 @dataclass(frozen=True)
@@ -96,20 +98,7 @@ def append_attempt(path: Path, run: str, record: Mapping[str, Any], *, check_tai
     first: `check_tail` looks at the file's last byte (a session's later appends follow its own
     whole lines, so only its first append needs to look)."""
     line = (json.dumps({"run": run, **record}, sort_keys=True) + "\n").encode("utf-8")
-    flags = os.O_APPEND | os.O_CREAT | (os.O_RDWR if check_tail else os.O_WRONLY)  # read: the last byte
-    try:
-        fd = os.open(path, flags, 0o644)
-    except FileNotFoundError:  # the job's first attempt: its folder is made once
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o644)
-    try:
-        if check_tail:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_lines(path, line, check_tail=check_tail)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:

@@ -189,7 +189,7 @@ class LimitStore:
     in one BEGIN IMMEDIATE transaction (should one fail, the others run again, each in a transaction
     of its own), waiting for the file lock as long as it takes. The ends of requests are deferred
     (`defer`) and run with the next transaction of either kind. The blocking methods (`try_start`,
-    `finish`, `state`, ...) queue their job and wait for it, after everything queued or deferred
+    `finish`, `state`) queue their job and wait for it, after everything queued or deferred
     before."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -376,9 +376,6 @@ class LimitStore:
         """Free the lease; record an answer (`ok`), a 429 (`rate_limit`) or another failure.
         `sent`: when the request was handed to litellm (0: at its turn)."""
         self.call(lambda: self.finish_in_transaction(ticket, limits, outcome, tokens, retry_after_s, sent))
-
-    def last_answer(self, provider: str) -> float:
-        return self.call(lambda: self.last_answer_in_transaction(provider))
 
     def state(self, provider: str) -> dict[str, float]:
         """The provider's shared state (for reports and tests), after every job queued before."""
