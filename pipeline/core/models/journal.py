@@ -58,7 +58,7 @@ class CallRecord:
 
 log = logging.getLogger(__name__)
 
-JOURNAL_DIR = "calls"  # inside the response cache directory (cache entries sit in 2-character folders)
+JOURNAL_DIR = "calls"  # inside the response cache directory, beside its answers/ folder
 #: jobs of commands that write no calls table (`python -m pipeline ask`, xent's `play-program`):
 #: nothing would ever settle their journals, and they are no job of a run, so none is kept
 UNTABLED_JOBS = ("ask", "xent-cli")

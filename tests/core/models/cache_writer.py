@@ -7,9 +7,12 @@ from pipeline.core.models.gateway import request_key
 from pipeline.core.models.response_cache import ResponseCache
 
 
-def write_entries(root: str, worker: int, rounds: int) -> None:
-    """`rounds` puts of 40 distinct keys (each about 2 kB) into the cache at `root`."""
+def entry_key(i: int) -> str:
+    return request_key("fake/m", [{"role": "user", "content": str(i)}], {}, None, 0)
+
+
+def write_entries(root: str, worker: int, rounds: int, keys: int) -> None:
+    """`rounds` puts into the cache at `root`, of `keys` distinct keys in turn (each about 2 kB)."""
     cache = ResponseCache(root)
     for i in range(rounds):
-        key = request_key("fake/m", [{"role": "user", "content": str(i % 40)}], {}, None, 0)
-        cache.put(key, {"text": f"answer {i % 40} " + "x" * 2000, "writer": worker})
+        cache.put(entry_key(i % keys), {"text": f"answer {i % keys} " + "x" * 2000, "writer": worker})

@@ -18,7 +18,7 @@ from pipeline.core.models import limits as limits_module
 from pipeline.core.models.budget import LEDGER_NAME, SpendLedger
 from pipeline.core.models.gateway import Gateway, request_key
 from pipeline.core.models.limits import EffectiveLimits, LimitStore
-from pipeline.core.models.response_cache import ResponseCache
+from pipeline.core.models.response_cache import ANSWERS_DIR, ResponseCache
 from pipeline.core.models.roster import ProviderLimits
 from pipeline.testing.loopback import FaultMix, LatencyMix, LoopbackServer
 from tests.conftest import models_params
@@ -77,10 +77,14 @@ def test_existing_caches_still_hit_same_ids_and_bytes(tmp_path: Path) -> None:
     assert key == "d9fee6a414492b70443abd7d62cb057d23672a2d0d66ae48cc9b22e9df24ae1f"
     cache = ResponseCache(tmp_path)
     cache.put("ab" * 32, {"text": "é ok", "tokens_in": 3, "cost_usd": None})
-    assert cache.path("ab" * 32).read_bytes() == (
-        '{"cost_usd": null, "key": "' + "ab" * 32 + '", "text": "é ok", "tokens_in": 3}'
-    ).encode("utf-8")
+    (segment,) = (tmp_path / ANSWERS_DIR).glob("*.jsonl")
+    entry_bytes = ('{"cost_usd": null, "key": "' + "ab" * 32 + '", "text": "é ok", "tokens_in": 3}').encode("utf-8")
+    assert segment.read_bytes() == entry_bytes + b"\n"  # the bytes an entry's own file held
     assert cache.get("ab" * 32) == {"cost_usd": None, "key": "ab" * 32, "text": "é ok", "tokens_in": 3}
+    old = tmp_path / "cd" / f"{'cd' * 32}.json"  # an entry as earlier versions stored it
+    old.parent.mkdir()
+    old.write_bytes(entry_bytes.replace(b"ab", b"cd"))
+    assert cache.get("cd" * 32) == {"cost_usd": None, "key": "cd" * 32, "text": "é ok", "tokens_in": 3}
 
 
 def test_a_model_moved_to_another_endpoint_answers_from_the_cache(tmp_path: Path) -> None:

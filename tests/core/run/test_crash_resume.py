@@ -62,13 +62,13 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
     cache = project / ".cache/responses"
     first, second = game_ids(project)
 
-    # 1. killed while the first response-cache entry sits complete in its temp file, not renamed
-    # (only the response cache's entries pause: the run plan's own files are written first)
+    # 1. killed while the first response-cache entry sits complete in its segment, not yet indexed
+    # (only the response cache pauses: the run plan's own files are written first)
     run = start_snakemake(
         project, "--cores", "1", "whoisspy_all", extra_env={"PIPELINE_PAUSE_BEFORE_RENAME": ".cache/responses/:120"}
     )
-    kill_when(run, lambda: any(cache.rglob(".*.json.*.tmp")))
-    assert not [p for p in cache.rglob("*.json") if not p.name.startswith(".")]  # no entry taken as written
+    kill_when(run, lambda: any(p.stat().st_size for p in cache.glob("answers/*.jsonl")))
+    assert not (cache / "answers/index").exists()  # no entry taken as written
     assert not list(games.glob("*.json"))
     assert ledger(project) == []  # the ledger line follows the cache write: nothing counted as answered
 
@@ -120,7 +120,7 @@ def test_kill_mid_write_then_resume(tmp_path: Path) -> None:
     for path in games.glob("*.json"):
         json.loads(path.read_text())  # every record whole
     # the killed writers' temp files went away when their files were written again
-    assert not list(games.glob(".*.tmp")) and not list(cache.rglob(".*.tmp"))
+    assert not list(games.glob(".*.tmp"))
 
     # a table corrupted on disk afterwards stops the next stage with a message naming the file
     torn = games / f"{first}.calls.parquet"
