@@ -127,8 +127,7 @@ class _Store:
         self._write_lock = threading.Lock()
         self._index_id: tuple[int, int] | None = None  # (device, inode) of the index file read
         self._index_read = 0  # bytes of it read (whole lines only)
-        self._segment: tuple[str, int] | None = None  # (name, open descriptor) of this process's segment
-        self._segment_size = 0
+        self._segment: str | None = None  # this process's segment, named at its first answer
 
     def find(self, key: str) -> tuple[str, int, int] | None:
         place = self.places.get(key)
@@ -168,18 +167,25 @@ class _Store:
         if not fresh:
             return errors
         with self._write_lock:
+            if self._segment is None:
+                self._segment = f"{_HOST}-{os.getpid()}-{time.time_ns():x}.jsonl"
+            name = self._segment
+            places: dict[str, tuple[str, int, int]] = {}
             try:
-                name, fd = self._open_segment()
-                offset = self._segment_size
-                places: dict[str, tuple[str, int, int]] = {}
-                for key, data in fresh.items():
-                    places[key] = (name, offset, len(data))
-                    offset += len(data) + 1
-                _write_all(fd, b"".join(data + b"\n" for data in fresh.values()))
-                os.fsync(fd)
-                self._segment_size = offset
+                # opened per batch, not held: a process that used many caches keeps no descriptor,
+                # and a segment deleted meanwhile (the cache's folder removed) is simply made again
+                fd = _open_for_append(self.folder / name)
+                try:
+                    offset = os.fstat(fd).st_size  # this process is the segment's only writer
+                    for key, data in fresh.items():
+                        places[key] = (name, offset, len(data))
+                        offset += len(data) + 1
+                    _write_all(fd, b"".join(data + b"\n" for data in fresh.values()))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
             except OSError as exc:
-                self._close_segment()  # its size is unknown now: the next answers start a new segment
+                self._segment = None  # a write that may have stopped midway: the next answers start a new segment
                 return [exc if key in fresh else None for key, _ in entries]
             _pause_before_rename(self.index_path)
             lines = "".join(f"{key} {seg} {start} {length}\n" for key, (seg, start, length) in places.items())
@@ -190,27 +196,14 @@ class _Store:
             self.places.update(places)
         return errors
 
-    def _open_segment(self) -> tuple[str, int]:
-        """This process's segment, made at its first answer; a new one when it was deleted meanwhile
-        (the cache's folder removed under a running process)."""
-        if self._segment is not None:
-            if os.fstat(self._segment[1]).st_nlink > 0:
-                return self._segment
-            self._close_segment()
-        name = f"{_HOST}-{os.getpid()}-{time.time_ns():x}.jsonl"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        try:
-            fd = os.open(self.folder / name, flags, 0o644)
-        except FileNotFoundError:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.folder / name, flags, 0o644)
-        self._segment, self._segment_size = (name, fd), 0
-        return self._segment
 
-    def _close_segment(self) -> None:
-        if self._segment is not None:
-            os.close(self._segment[1])
-            self._segment = None
+def _open_for_append(path: Path) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:  # the folder: made at the cache's first answer
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o644)
 
 
 def _parse_index(data: bytes) -> dict[str, tuple[str, int, int]]:
