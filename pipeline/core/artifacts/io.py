@@ -138,14 +138,14 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         raise
 
 
-def append_lines(
-    path: Path, data: bytes, *, lock: bool = False, durable: bool = False, check_tail: bool = True
-) -> None:
+def append_lines(path: Path, data: bytes, *, lock: bool = False, durable: bool = False, check_tail: bool = True) -> int:
     """Append `data` (whole lines) to `path` in one write on an O_APPEND file, so concurrent appends
     never interleave and a kill leaves at worst one torn last line. A torn last line a killed writer
     left is closed first, so ours never glue onto it: `check_tail` False skips that look where the
     caller knows the file ends with its own whole line. `lock`: under an exclusive `flock` (readers
-    that take the shared lock see whole appends); `durable`: fsync'd before returning."""
+    that take the shared lock see whole appends); `durable`: fsync'd before returning. Returns the
+    offset in the file at which `data` begins."""
+    length = len(data)
     flags = os.O_APPEND | os.O_CREAT | (os.O_RDWR if check_tail else os.O_WRONLY)  # read: the last byte
     try:
         fd = os.open(path, flags, 0o644)
@@ -162,10 +162,12 @@ def append_lines(
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+        end = os.lseek(fd, 0, os.SEEK_CUR)  # an O_APPEND write leaves the offset at its own end
         if durable:
             os.fsync(fd)
     finally:
         os.close(fd)  # and with it the lock
+    return end - length
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -29,7 +29,6 @@ import json
 import logging
 import os
 import queue
-import socket
 import threading
 import time
 from collections import defaultdict
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 # the crash tests' write-pause hook, so a test can kill a run between an answer's bytes and its index line
-from pipeline.core.artifacts.io import _pause_before_rename, append_lines
+from pipeline.core.artifacts.io import _owner, _pause_before_rename, append_lines
 from pipeline.core.models.budget import SpendLedger
 from pipeline.core.models.concurrency import take_batch
 
@@ -47,7 +46,6 @@ log = logging.getLogger(__name__)
 
 ANSWERS_DIR = "answers"  # inside the cache's folder: the segments and their index
 INDEX_FILE = "index"
-_HOST = socket.gethostname().replace(".", "_").replace(" ", "_")  # in segment names, which the index splits on spaces
 _KEY_LENGTH = 64  # a request key: hex sha256 (pipeline.core.models.gateway.request_key)
 
 
@@ -168,63 +166,50 @@ class _Store:
             return errors
         with self._write_lock:
             if self._segment is None:
-                self._segment = f"{_HOST}-{os.getpid()}-{time.time_ns():x}.jsonl"
+                self._segment = f"{_owner()}-{time.time_ns():x}.jsonl"
             name = self._segment
-            places: dict[str, tuple[str, int, int]] = {}
             try:
                 # opened per batch, not held: a process that used many caches keeps no descriptor,
-                # and a segment deleted meanwhile (the cache's folder removed) is simply made again
-                fd = _open_for_append(self.folder / name)
-                try:
-                    offset = os.fstat(fd).st_size  # this process is the segment's only writer
-                    for key, data in fresh.items():
-                        places[key] = (name, offset, len(data))
-                        offset += len(data) + 1
-                    _write_all(fd, b"".join(data + b"\n" for data in fresh.values()))
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                # and a segment deleted meanwhile (the cache's folder removed) is simply made again;
+                # this process is the segment's only writer, so it ends with its own whole line
+                start = append_lines(
+                    self.folder / name,
+                    b"".join(data + b"\n" for data in fresh.values()),
+                    durable=True,
+                    check_tail=False,
+                )
             except OSError as exc:
                 self._segment = None  # a write that may have stopped midway: the next answers start a new segment
                 return [exc if key in fresh else None for key, _ in entries]
+            places: dict[str, tuple[str, int, int]] = {}
+            for key, data in fresh.items():
+                places[key] = (name, start, len(data))
+                start += len(data) + 1
             _pause_before_rename(self.index_path)
-            lines = "".join(f"{key} {seg} {start} {length}\n" for key, (seg, start, length) in places.items())
+            lines = "".join(f"{key} {seg} {offset} {length}\n" for key, (seg, offset, length) in places.items())
             try:
-                append_lines(self.index_path, lines.encode("ascii"), lock=True)
+                append_lines(self.index_path, lines.encode("utf-8"), lock=True)
             except OSError as exc:
                 return [exc if key in fresh else None for key, _ in entries]
             self.places.update(places)
         return errors
 
 
-def _open_for_append(path: Path) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-    try:
-        return os.open(path, flags, 0o644)
-    except FileNotFoundError:  # the folder: made at the cache's first answer
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, flags, 0o644)
-
-
 def _parse_index(data: bytes) -> dict[str, tuple[str, int, int]]:
-    """The index lines in `data`; a torn line a killed writer left (glued to nothing: appends close
+    """The index lines in `data` (`<key> <segment> <offset> <length>`; a segment's name may hold
+    spaces, as a host name might); a torn line a killed writer left (glued to nothing: appends close
     it first) is skipped."""
     places: dict[str, tuple[str, int, int]] = {}
-    for line in data.decode("ascii", errors="replace").splitlines():
-        fields = line.split(" ")
-        if len(fields) != 4 or len(fields[0]) != _KEY_LENGTH:
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        key, _, rest = line.partition(" ")
+        fields = rest.rsplit(" ", 2)
+        if len(key) != _KEY_LENGTH or len(fields) != 3:
             continue
         try:
-            places[fields[0]] = (fields[1], int(fields[2]), int(fields[3]))
+            places[key] = (fields[0], int(fields[1]), int(fields[2]))
         except ValueError:
             continue
     return places
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 _STORES: dict[tuple[int, str], _Store] = {}

@@ -120,3 +120,13 @@ def test_a_kill_mid_write_leaves_no_corrupt_entry(tmp_path: Path) -> None:
     assert all(cache.get(key) is not None for key in written[:-1])  # every indexed entry whole
     cache.put(entry_key(-1), {"text": "after the kill"})  # and the cache takes new answers
     assert cache.get(entry_key(-1)) == {"key": entry_key(-1), "text": "after the kill"}
+
+
+def test_a_segment_whose_name_holds_a_space_is_found(tmp_path: Path) -> None:
+    """Segments are named after their host, whose name may hold a space: the index still reads."""
+    folder = tmp_path / ANSWERS_DIR
+    folder.mkdir()
+    line = json.dumps({"key": entry_key(5), "text": "from host a b"}, sort_keys=True).encode()
+    (folder / "host a b-1-0.jsonl").write_bytes(line + b"\n")
+    (folder / INDEX_FILE).write_text(f"{entry_key(5)} host a b-1-0.jsonl 0 {len(line)}\n")
+    assert ResponseCache(tmp_path).get(entry_key(5)) == {"key": entry_key(5), "text": "from host a b"}
